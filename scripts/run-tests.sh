@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every test suite and sums them: unit tests (cmocka binaries in BUILD/tests, TAP output)
+# and end-to-end scripts (tests/e2e/*.sh, TAP output, given BUILD). Ends with one line
+# "N passed, N failed" and exits non-zero if anything failed or a suite crashed.
+set -uo pipefail
+build=${1:?usage: run-tests.sh BUILD_DIR}
+passed=0
+failed=0
+
+run_suite() {  # name, command...
+  local name=$1; shift
+  local out rc ok not_ok
+  out=$("$@" 2>&1); rc=$?
+  printf '%s\n' "$out" | sed "s|^|[$name] |"
+  ok=$(printf '%s\n' "$out" | grep -c '^ok ')
+  not_ok=$(printf '%s\n' "$out" | grep -c '^not ok ')
+  if [ "$rc" -ne 0 ] && [ "$not_ok" -eq 0 ]; then
+    echo "[$name] suite exited with status $rc without reporting a failed test: counted as 1 failure"
+    not_ok=1
+  fi
+  passed=$((passed + ok))
+  failed=$((failed + not_ok))
+}
+
+export CMOCKA_MESSAGE_OUTPUT=TAP
+for t in "$build"/tests/test_*; do
+  [ -x "$t" ] && run_suite "$(basename "$t")" "$t"
+done
+for t in tests/e2e/*.sh; do
+  [ -f "$t" ] && run_suite "$(basename "$t" .sh)" bash "$t" "$build"
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

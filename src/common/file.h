@@ -1,0 +1,18 @@
+// file.h: whole-file reads and the path of the running executable. Errors are returned as
+// messages that name the file and the system's reason, never printed here.
+#ifndef GB_COMMON_FILE_H
+#define GB_COMMON_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/buf.h"
+
+// Reads the whole file (or stdin for "-") into out. Returns false and fills err on failure.
+bool file_read_all(const char *path, Buf *out, char *err, size_t err_size);
+
+// Directory of the running executable (from /proc/self/exe), e.g. ".../build/bin".
+// Returns false when it cannot be found.
+bool file_exe_dir(char *out, size_t out_size);
+
+#endif
