@@ -8,9 +8,9 @@
 #   make CUDA=0       leave the CUDA backend out even when nvcc exists
 
 SANITIZE ?= 0
-BUILD := build
+BUILD ?= build
 ifeq ($(SANITIZE),1)
-  BUILD := build/sanitize
+  BUILD := $(BUILD)/sanitize
   SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
 
@@ -38,7 +38,7 @@ else
   $(info cuda: off (nvcc not found or CUDA=0); the engine is built with the CPU backend only)
 endif
 
-LIB_SRCS := $(wildcard src/common/*.c src/text/*.c)
+LIB_SRCS := $(wildcard src/common/*.c src/text/*.c src/bench/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIB := $(BUILD)/lib/libgptoss.a
 BENCH_BIN := $(BUILD)/bin/gptoss-bench

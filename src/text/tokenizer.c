@@ -32,10 +32,18 @@ const char *tok_default_vocab_path(void) {
   static char path[4096];
   const char *env = getenv("GPTOSS_TOKENIZER_FILE");
   if (env && *env) return env;
-  char dir[4000];
-  if (file_exe_dir(dir, sizeof dir)) {  // build/bin/<exe> -> <root>/datasets/tokenizer/...
-    snprintf(path, sizeof path, "%s/../../datasets/tokenizer/o200k_base.tiktoken", dir);
-    if (access(path, R_OK) == 0) return path;
+  char dir[3000];
+  if (file_exe_dir(dir, sizeof dir)) {  // <root>/build[/...]/bin/<exe>: look in the parents
+    Buf up = {0};
+    for (int level = 1; level <= 4; level++) {
+      buf_append_str(&up, "/..");
+      snprintf(path, sizeof path, "%s%s/datasets/tokenizer/o200k_base.tiktoken", dir, up.data);
+      if (access(path, R_OK) == 0) {
+        buf_free(&up);
+        return path;
+      }
+    }
+    buf_free(&up);
   }
   return "datasets/tokenizer/o200k_base.tiktoken";
 }

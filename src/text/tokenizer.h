@@ -47,8 +47,9 @@ typedef struct Tokenizer {
   uint32_t vocab_size;      // one past the largest id
 } Tokenizer;
 
-// The vocabulary file: $GPTOSS_TOKENIZER_FILE, else datasets/tokenizer/o200k_base.tiktoken
-// beside the build (found from the executable's path), else relative to the current directory.
+// The vocabulary file: $GPTOSS_TOKENIZER_FILE, else datasets/tokenizer/o200k_base.tiktoken in
+// the project that holds the executable (searched up to 4 folders above it), else relative to
+// the current directory.
 const char *tok_default_vocab_path(void);
 
 // Loads vocab_path (NULL = the default), verifies its sha256, compiles the regex.
