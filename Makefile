@@ -6,11 +6,13 @@
 #   make demo         the demo          make bench        benchmarks (docs/PERF.md)
 #   make SANITIZE=1   ASan + UBSan build in build/sanitize (make test SANITIZE=1)
 #   make CUDA=0       leave the CUDA backend out even when nvcc exists
+#   make BUILD_ROOT=DIR  build somewhere other than build/
 
 SANITIZE ?= 0
-BUILD ?= build
+BUILD_ROOT ?= build
+BUILD := $(BUILD_ROOT)
 ifeq ($(SANITIZE),1)
-  BUILD := $(BUILD)/sanitize
+  BUILD := $(BUILD_ROOT)/sanitize
   SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
 
