@@ -1,0 +1,241 @@
+// bench_options.c: table-driven parsing of the `bench` flags. Every value is checked here, so the
+// rest of the load generator can trust BenchOptions.
+#include "bench/bench_options.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+
+typedef enum { KIND_STRING, KIND_INT, KIND_DOUBLE, KIND_U64, KIND_FLAG, KIND_LIST } OptionKind;
+
+typedef struct {
+  const char *name;  // without the leading "--"
+  OptionKind kind;
+  size_t offset;     // of the field in BenchOptions (for KIND_LIST: the char ** field)
+  size_t count_offset;  // KIND_LIST only: the int count field
+  double min, max;   // KIND_INT / KIND_DOUBLE: allowed range (inclusive)
+} OptionSpec;
+
+#define STR(flag, field) {flag, KIND_STRING, offsetof(BenchOptions, field), 0, 0, 0}
+#define INT(flag, field, lo, hi) {flag, KIND_INT, offsetof(BenchOptions, field), 0, lo, hi}
+#define DBL(flag, field, lo, hi) {flag, KIND_DOUBLE, offsetof(BenchOptions, field), 0, lo, hi}
+#define FLAG(flag, field) {flag, KIND_FLAG, offsetof(BenchOptions, field), 0, 0, 0}
+#define LIST(flag, field, count) \
+  {flag, KIND_LIST, offsetof(BenchOptions, field), offsetof(BenchOptions, count), 0, 0}
+
+static const OptionSpec OPTIONS[] = {
+    STR("base-url", base_url),
+    STR("host", host),
+    INT("port", port, 1, 65535),
+    STR("endpoint", endpoint),
+    STR("endpoint-type", endpoint_type),
+    STR("backend", backend),
+    STR("model", model),
+    STR("served-model-name", served_model_name),
+    STR("tokenizer", tokenizer),
+    STR("label", label),
+    STR("dataset-name", dataset_name),
+    STR("dataset-path", dataset_path),
+    INT("num-prompts", num_prompts, 1, 1e8),
+    INT("sharegpt-output-len", sharegpt_output_len, 1, 1e7),
+    INT("random-input-len", random_input_len, 1, 1e7),
+    INT("random-output-len", random_output_len, 1, 1e7),
+    DBL("random-range-ratio", random_range_ratio, 0, 0.999999),
+    INT("random-prefix-len", random_prefix_len, 0, 1e7),
+    {"seed", KIND_U64, offsetof(BenchOptions, seed), 0, 0, 0},
+    DBL("request-rate", request_rate, 1e-9, INFINITY),
+    DBL("burstiness", burstiness, 1e-9, 1e9),
+    INT("max-concurrency", max_concurrency, 1, 1e7),
+    FLAG("ignore-eos", ignore_eos),
+    DBL("temperature", temperature, 0, 1e3),
+    DBL("top-p", top_p, 1e-9, 1),
+    INT("top-k", top_k, -1, 1e7),
+    DBL("min-p", min_p, 0, 1),
+    STR("request-id-prefix", request_id_prefix),
+    STR("percentile-metrics", percentile_metrics),
+    STR("metric-percentiles", metric_percentiles),
+    LIST("goodput", goodput, num_goodput),
+    INT("num-warmups", num_warmups, 0, 1e6),
+    DBL("ready-check-timeout-sec", ready_check_timeout_sec, 0, 1e7),
+    DBL("request-timeout-sec", request_timeout_sec, 1e-3, 1e7),
+    INT("num-client-threads", num_client_threads, 1, 64),
+    FLAG("save-result", save_result),
+    FLAG("save-detailed", save_detailed),
+    FLAG("append-result", append_result),
+    STR("result-dir", result_dir),
+    STR("result-filename", result_filename),
+    LIST("metadata", metadata, num_metadata),
+    FLAG("disable-tqdm", disable_tqdm),
+};
+#define NUM_OPTIONS (sizeof OPTIONS / sizeof *OPTIONS)
+
+const char BENCH_OPTIONS_USAGE[] =
+    "usage: gptoss-bench bench [options]   (flags and defaults of `vllm bench serve` v0.10.2)\n"
+    "target:   --base-url URL | --host H (127.0.0.1) --port P (8000)   --endpoint (/v1/completions)\n"
+    "          --endpoint-type openai|openai-chat|vllm (openai)   --backend (accepted, unused)\n"
+    "          --model (default: first of GET /v1/models) --served-model-name --tokenizer --label\n"
+    "workload: --dataset-name random|sharegpt (random) --dataset-path FILE --num-prompts (1000)\n"
+    "          --sharegpt-output-len N --random-input-len (1024) --random-output-len (128)\n"
+    "          --random-range-ratio (0.0) --random-prefix-len (0) --seed (0)\n"
+    "traffic:  --request-rate (inf) --burstiness (1.0 = Poisson) --max-concurrency N\n"
+    "sampling: --ignore-eos --temperature (0.0) --top-p --top-k --min-p --request-id-prefix\n"
+    "metrics:  --percentile-metrics (ttft,tpot,itl) --metric-percentiles (99)\n"
+    "          --goodput ttft:MS tpot:MS e2el:MS --num-warmups (0) --ready-check-timeout-sec (600)\n"
+    "          --request-timeout-sec (21600) --num-client-threads (1)\n"
+    "results:  --save-result --save-detailed --append-result --result-dir DIR\n"
+    "          --result-filename NAME --metadata KEY=VALUE ... --disable-tqdm\n";
+
+static void set_defaults(BenchOptions *o) {
+  *o = (BenchOptions){
+      .host = "127.0.0.1",
+      .port = 8000,
+      .endpoint = "/v1/completions",
+      .endpoint_type = "openai",
+      .backend = "vllm",
+      .dataset_name = "random",
+      .num_prompts = 1000,
+      .sharegpt_output_len = -1,
+      .random_input_len = 1024,
+      .random_output_len = 128,
+      .request_rate = INFINITY,
+      .burstiness = 1.0,
+      .temperature = NAN,
+      .top_p = NAN,
+      .top_k = -1,
+      .min_p = NAN,
+      .request_id_prefix = "benchmark-serving",
+      .percentile_metrics = "ttft,tpot,itl",
+      .metric_percentiles = "99",
+      .ready_check_timeout_sec = 600,
+      .request_timeout_sec = 6 * 60 * 60,
+      .num_client_threads = 1,
+  };
+}
+
+static const OptionSpec *find_option(const char *name, size_t len) {
+  char normal[64];
+  if (len >= sizeof normal) return NULL;
+  for (size_t i = 0; i < len; i++) normal[i] = name[i] == '_' ? '-' : name[i];
+  normal[len] = '\0';
+  for (size_t i = 0; i < NUM_OPTIONS; i++)
+    if (strcmp(OPTIONS[i].name, normal) == 0) return &OPTIONS[i];
+  return NULL;
+}
+
+static bool parse_number(const OptionSpec *spec, const char *value, void *field, char *err,
+                         size_t err_size) {
+  char *end;
+  errno = 0;
+  if (spec->kind == KIND_U64) {
+    unsigned long long v = strtoull(value, &end, 10);
+    if (*value == '-' || end == value || *end || errno) goto bad;
+    *(uint64_t *)field = v;
+    return true;
+  }
+  double v = strtod(value, &end);
+  if (end == value || *end || errno || isnan(v)) goto bad;
+  if (spec->kind == KIND_INT && v != floor(v)) goto bad;
+  if (v < spec->min || v > spec->max) {
+    snprintf(err, err_size, "--%s %s is out of range: use a value from %g to %g", spec->name, value,
+             spec->min, spec->max);
+    return false;
+  }
+  if (spec->kind == KIND_INT) *(int *)field = (int)v;
+  else *(double *)field = v;
+  return true;
+bad:
+  snprintf(err, err_size, "--%s: '%s' is not %s", spec->name, value,
+           spec->kind == KIND_DOUBLE ? "a number" : "a non-negative integer");
+  return false;
+}
+
+static bool check_choices(const BenchOptions *o, char *err, size_t err_size) {
+  static const char *const endpoint_types[] = {"openai", "openai-chat", "vllm"};
+  bool type_ok = false;
+  for (size_t i = 0; i < 3; i++) type_ok |= strcmp(o->endpoint_type, endpoint_types[i]) == 0;
+  if (!type_ok) {
+    snprintf(err, err_size, "--endpoint-type '%s' is not supported: use openai, openai-chat or vllm",
+             o->endpoint_type);
+    return false;
+  }
+  if (strcmp(o->dataset_name, "random") != 0 && strcmp(o->dataset_name, "sharegpt") != 0) {
+    snprintf(err, err_size, "--dataset-name '%s' is not supported: use random or sharegpt",
+             o->dataset_name);
+    return false;
+  }
+  if (strcmp(o->dataset_name, "sharegpt") == 0 && !o->dataset_path) {
+    snprintf(err, err_size,
+             "--dataset-name sharegpt needs --dataset-path FILE (datasets/sharegpt-synth.json is "
+             "shipped; datasets/README.md says how to get the real ShareGPT file)");
+    return false;
+  }
+  if (o->endpoint[0] != '/') {
+    snprintf(err, err_size, "--endpoint '%s' must start with '/' (e.g. /v1/completions)", o->endpoint);
+    return false;
+  }
+  return true;
+}
+
+bool bench_options_parse(BenchOptions *o, int argc, char **argv, char *err, size_t err_size) {
+  set_defaults(o);
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strncmp(arg, "--", 2) != 0) {
+      snprintf(err, err_size, "unexpected argument '%s' (flags start with --)", arg);
+      return false;
+    }
+    const char *name = arg + 2, *eq = strchr(name, '=');
+    size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
+    const OptionSpec *spec = find_option(name, name_len);
+    if (!spec) {
+      snprintf(err, err_size, "unknown flag '%.*s' (gptoss-bench bench --help lists them)",
+               (int)(name_len + 2), arg);
+      return false;
+    }
+    void *field = (char *)o + spec->offset;
+    if (spec->kind == KIND_FLAG) {
+      if (eq) {
+        snprintf(err, err_size, "--%s takes no value", spec->name);
+        return false;
+      }
+      *(bool *)field = true;
+      continue;
+    }
+    if (spec->kind == KIND_LIST) {  // values up to the next flag, like argparse's nargs
+      char ***list = field;
+      int *count = (int *)((char *)o + spec->count_offset);
+      if (eq) {
+        *list = xrealloc(*list, (size_t)(*count + 1) * sizeof **list);
+        (*list)[(*count)++] = (char *)eq + 1;
+      }
+      for (; i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0; i++) {
+        *list = xrealloc(*list, (size_t)(*count + 1) * sizeof **list);
+        (*list)[(*count)++] = argv[i + 1];
+      }
+      if (*count == 0) {
+        snprintf(err, err_size, "--%s needs at least one value", spec->name);
+        return false;
+      }
+      continue;
+    }
+    const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+    if (!value) {
+      snprintf(err, err_size, "--%s needs a value", spec->name);
+      return false;
+    }
+    if (spec->kind == KIND_STRING) *(const char **)field = value;
+    else if (!parse_number(spec, value, field, err, err_size)) return false;
+  }
+  return check_choices(o, err, err_size);
+}
+
+void bench_options_free(BenchOptions *o) {
+  free(o->goodput);
+  free(o->metadata);
+  o->goodput = o->metadata = NULL;
+  o->num_goodput = o->num_metadata = 0;
+}

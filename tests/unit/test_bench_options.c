@@ -1,0 +1,91 @@
+// test_bench_options.c: `bench` flags: vLLM's defaults, --x_y spelling, --flag=value, nargs
+// lists, and errors that name the flag.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <string.h>
+
+#include "bench/bench_options.h"
+
+#define PARSE(o, err, ...)                                                                    \
+  bench_options_parse(o, (int)(sizeof((char *[]){"bench", __VA_ARGS__}) / sizeof(char *)), \
+                      (char *[]){"bench", __VA_ARGS__}, err, sizeof err)
+
+static void test_defaults_are_vllms(void **state) {
+  (void)state;
+  BenchOptions o;
+  char err[256];
+  assert_true(bench_options_parse(&o, 1, (char *[]){"bench"}, err, sizeof err));
+  assert_string_equal(o.host, "127.0.0.1");
+  assert_int_equal(o.port, 8000);
+  assert_string_equal(o.endpoint, "/v1/completions");
+  assert_string_equal(o.endpoint_type, "openai");
+  assert_string_equal(o.dataset_name, "random");
+  assert_int_equal(o.num_prompts, 1000);
+  assert_int_equal(o.random_input_len, 1024);
+  assert_int_equal(o.random_output_len, 128);
+  assert_true(isinf(o.request_rate));
+  assert_true(o.burstiness == 1.0);
+  assert_int_equal(o.max_concurrency, 0);
+  assert_string_equal(o.percentile_metrics, "ttft,tpot,itl");
+  assert_string_equal(o.metric_percentiles, "99");
+  assert_true(o.ready_check_timeout_sec == 600);
+  assert_true(isnan(o.temperature));
+}
+
+static void test_spellings_and_lists(void **state) {
+  (void)state;
+  BenchOptions o;
+  char err[256];
+  assert_true(PARSE(&o, err, "--num_prompts", "50", "--request-rate=2.5", "--goodput", "ttft:500",
+                    "tpot:50", "--metadata", "gpu=H200", "tp=1", "--ignore-eos", "--seed", "7",
+                    "--max-concurrency", "16"));
+  assert_int_equal(o.num_prompts, 50);
+  assert_true(o.request_rate == 2.5);
+  assert_int_equal(o.num_goodput, 2);
+  assert_string_equal(o.goodput[1], "tpot:50");
+  assert_int_equal(o.num_metadata, 2);
+  assert_string_equal(o.metadata[0], "gpu=H200");
+  assert_true(o.ignore_eos);
+  assert_int_equal(o.seed, 7);
+  assert_int_equal(o.max_concurrency, 16);
+  bench_options_free(&o);
+}
+
+static void assert_refused(BenchOptions *o, bool ok, const char *err, const char *expected) {
+  (void)o;
+  assert_false(ok);
+  if (!strstr(err, expected)) fail_msg("error \"%s\" does not contain \"%s\"", err, expected);
+}
+
+static void test_errors_name_the_flag(void **state) {
+  (void)state;
+  BenchOptions o;
+  char err[256];
+  assert_refused(&o, PARSE(&o, err, "--num-promts", "5"), err, "'--num-promts'");
+  assert_refused(&o, PARSE(&o, err, "--num-prompts", "five"), err, "--num-prompts: 'five'");
+  assert_refused(&o, PARSE(&o, err, "--num-prompts", "2.5"), err, "--num-prompts");
+  assert_refused(&o, PARSE(&o, err, "--num-prompts", "0"), err, "--num-prompts 0 is out of range");
+  assert_refused(&o, PARSE(&o, err, "--random-range-ratio", "1.0"), err, "--random-range-ratio");
+  assert_refused(&o, PARSE(&o, err, "--request-rate", "-1"), err, "--request-rate");
+  assert_refused(&o, PARSE(&o, err, "--seed", "-3"), err, "--seed");
+  assert_refused(&o, PARSE(&o, err, "--port"), err, "--port needs a value");
+  assert_refused(&o, PARSE(&o, err, "--endpoint-type", "grpc"), err, "--endpoint-type 'grpc'");
+  assert_refused(&o, PARSE(&o, err, "--dataset-name", "sharegpt"), err, "--dataset-path");
+  assert_refused(&o, PARSE(&o, err, "--dataset-name", "sonnet"), err, "'sonnet'");
+  assert_refused(&o, PARSE(&o, err, "--ignore-eos=1"), err, "--ignore-eos takes no value");
+  assert_refused(&o, PARSE(&o, err, "--goodput"), err, "--goodput needs at least one value");
+  assert_refused(&o, PARSE(&o, err, "stray"), err, "'stray'");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_defaults_are_vllms),
+      cmocka_unit_test(test_spellings_and_lists),
+      cmocka_unit_test(test_errors_name_the_flag),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
