@@ -42,6 +42,7 @@ static const OptionSpec OPTIONS[] = {
     STR("dataset-path", dataset_path),
     INT("num-prompts", num_prompts, 1, 1e8),
     INT("sharegpt-output-len", sharegpt_output_len, 1, 1e7),
+    FLAG("no-oversample", no_oversample),
     INT("random-input-len", random_input_len, 1, 1e7),
     INT("random-output-len", random_output_len, 1, 1e7),
     DBL("random-range-ratio", random_range_ratio, 0, 0.999999),
@@ -79,8 +80,9 @@ const char BENCH_OPTIONS_USAGE[] =
     "          --endpoint-type openai|openai-chat|vllm (openai)   --backend (accepted, unused)\n"
     "          --model (default: first of GET /v1/models) --served-model-name --tokenizer --label\n"
     "workload: --dataset-name random|sharegpt (random) --dataset-path FILE --num-prompts (1000)\n"
-    "          --sharegpt-output-len N --random-input-len (1024) --random-output-len (128)\n"
-    "          --random-range-ratio (0.0) --random-prefix-len (0) --seed (0)\n"
+    "          --sharegpt-output-len N --no-oversample --random-input-len (1024)\n"
+    "          --random-output-len (128) --random-range-ratio (0.0) --random-prefix-len (0)\n"
+    "          --seed (0)\n"
     "traffic:  --request-rate (inf) --burstiness (1.0 = Poisson) --max-concurrency N\n"
     "sampling: --ignore-eos --temperature (0.0) --top-p --top-k --min-p --request-id-prefix\n"
     "metrics:  --percentile-metrics (ttft,tpot,itl) --metric-percentiles (99)\n"

@@ -24,6 +24,7 @@ typedef struct {
   const char *dataset_path;
   int num_prompts;            // 1000
   int sharegpt_output_len;    // -1: the dataset's answer length
+  bool no_oversample;         // too few usable ShareGPT conversations is an error, not a resample
   int random_input_len;       // 1024
   int random_output_len;      // 128
   double random_range_ratio;  // 0.0, in [0, 1)

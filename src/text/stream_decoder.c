@@ -66,3 +66,10 @@ void stream_decoder_flush(StreamDecoder *d, Buf *out) {
   if (d->num_pending) buf_append_str(out, UTF8_REPLACEMENT);
   d->num_pending = 0;
 }
+
+void stream_decoder_decode_all(const Tokenizer *t, const uint32_t *ids, size_t n, Buf *out) {
+  StreamDecoder d = {0};
+  if (!out->data) buf_append(out, "", 0);
+  for (size_t i = 0; i < n; i++) stream_decoder_push(&d, t, ids[i], out);
+  stream_decoder_flush(&d, out);
+}

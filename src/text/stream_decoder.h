@@ -22,4 +22,8 @@ bool stream_decoder_push(StreamDecoder *d, const Tokenizer *t, uint32_t id, Buf 
 // End of stream: an unfinished character becomes U+FFFD.
 void stream_decoder_flush(StreamDecoder *d, Buf *out);
 
+// The text of ids[0..n) as valid UTF-8 (what a whole stream would emit), appended to out.
+// Unknown ids are skipped.
+void stream_decoder_decode_all(const Tokenizer *t, const uint32_t *ids, size_t n, Buf *out);
+
 #endif

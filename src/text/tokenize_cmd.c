@@ -72,14 +72,6 @@ static void print_ids(const TokenIds *ids) {
   putchar('\n');
 }
 
-// Text of ids as valid UTF-8 (JSON strings must be): invalid bytes become U+FFFD.
-static void decode_as_utf8(const Tokenizer *t, const TokenIds *ids, Buf *out) {
-  StreamDecoder d = {0};
-  for (size_t i = 0; i < ids->len; i++) stream_decoder_push(&d, t, ids->data[i], out);
-  stream_decoder_flush(&d, out);
-  if (!out->data) buf_append(out, "", 0);
-}
-
 static void check_ids(const Tokenizer *t, const TokenIds *ids, const char *where) {
   for (size_t i = 0; i < ids->len; i++)
     if (!tok_id_bytes(t, ids->data[i], &(size_t){0}))
@@ -144,7 +136,7 @@ static void jsonl_line(const Tokenizer *t, const TokenizeOptions *o, const char 
     }
     check_ids(t, &ids, where);
     Buf text = {0};
-    decode_as_utf8(t, &ids, &text);
+    stream_decoder_decode_all(t, ids.data, ids.len, &text);  // JSON needs valid UTF-8
     result = json_pack("{s:s%}", "text", text.data, text.len);
     buf_free(&text);
   } else {

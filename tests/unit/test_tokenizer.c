@@ -1,5 +1,6 @@
 // test_tokenizer.c: o200k_base / o200k_harmony against the reference tiktoken's vectors
-// (tests/fixtures/tokenizer, 227 texts with their ids), round trips, special tokens both ways,
+// (tests/fixtures/tokenizer: 227 texts from the shared fixtures, 1,853 more from npm tiktoken),
+// round trips, special tokens both ways,
 // invalid UTF-8, and the vocabulary file's checks.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,9 @@
 #include "text/tokenizer.h"
 
 #define VECTORS "tests/fixtures/tokenizer/o200k_base-vectors.jsonl"
+// 1,853 harder cases (Unicode whitespace, contractions, scripts, emoji, 5,000-letter runs,
+// seeded random strings) from the npm tiktoken package; scripts/make-extra-vectors.mjs makes them.
+#define EXTRA_VECTORS "tests/fixtures/tokenizer/o200k_base-extra-vectors.jsonl"
 
 typedef struct {
   Tokenizer base;
@@ -44,9 +48,10 @@ static int teardown(void **state) {
 }
 
 // Calls check(text, len, expected ids) for every vector; returns how many there were.
-static size_t for_each_vector(void (*check)(const Fixture *, const char *, size_t, const TokenIds *),
+static size_t for_each_vector(const char *path,
+                              void (*check)(const Fixture *, const char *, size_t, const TokenIds *),
                               const Fixture *f) {
-  FILE *in = fopen(VECTORS, "r");
+  FILE *in = fopen(path, "r");
   assert_non_null(in);
   char *line = NULL;
   size_t cap = 0, count = 0;
@@ -94,7 +99,11 @@ static void check_vector(const Fixture *f, const char *text, size_t len, const T
 }
 
 static void test_reference_vectors_match_and_round_trip(void **state) {
-  assert_int_equal(for_each_vector(check_vector, *state), 227);
+  assert_int_equal(for_each_vector(VECTORS, check_vector, *state), 227);
+}
+
+static void test_extra_reference_vectors_match_and_round_trip(void **state) {
+  assert_int_equal(for_each_vector(EXTRA_VECTORS, check_vector, *state), 1853);
 }
 
 static void encode(const Tokenizer *t, const char *text, bool allow_special, TokenIds *out) {
@@ -230,6 +239,7 @@ static void test_malformed_vocabulary_names_the_line(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reference_vectors_match_and_round_trip),
+      cmocka_unit_test(test_extra_reference_vectors_match_and_round_trip),
       cmocka_unit_test(test_special_tokens_recognised_only_when_allowed),
       cmocka_unit_test(test_special_ids_decode_to_names),
       cmocka_unit_test(test_unknown_ids_are_reported),
