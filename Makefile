@@ -23,8 +23,9 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka)
 
 CFLAGS ?= -O2 -g
-ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -MMD -MP -Isrc $(SAN_FLAGS) $(CFLAGS) $(PKG_CFLAGS)
-LDFLAGS += $(SAN_FLAGS)
+ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -MMD -MP -Isrc -Iengine -fopenmp \
+             -ffp-contract=off $(SAN_FLAGS) $(CFLAGS) $(PKG_CFLAGS)
+LDFLAGS += $(SAN_FLAGS) -fopenmp
 LDLIBS = $(PKG_LIBS) -lpthread -lm
 
 # CUDA: built for H100/H200 (sm_90a, plus PTX) when nvcc exists; CUDA=0 turns it off.
@@ -43,12 +44,17 @@ endif
 LIB_SRCS := $(wildcard src/common/*.c src/text/*.c src/bench/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIB := $(BUILD)/lib/libgptoss.a
+ENGINE_SRCS := $(filter-out engine/main.c,$(wildcard engine/*/*.c engine/backend/cpu/*.c))
+ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(BUILD)/obj/%.o)
+ENGINE_LIB := $(BUILD)/lib/libgptoss-engine.a
 BENCH_BIN := $(BUILD)/bin/gptoss-bench
-UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+ENGINE_BIN := $(if $(wildcard engine/main.c),$(BUILD)/bin/gptoss-engine)
+TEST_SRCS := $(wildcard tests/unit/test_*.c tests/engine/test_*.c)
+UNIT_TESTS := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(TEST_SRCS)))
 BENCHMARKS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/*.c))
 
 .PHONY: all deps test demo bench clean
-all: $(BENCH_BIN)
+all: $(BENCH_BIN) $(ENGINE_BIN)
 
 deps:
 	@scripts/deps.sh
@@ -62,17 +68,33 @@ $(LIB): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	@$(AR) rcs $@ $^
 
+$(ENGINE_LIB): $(ENGINE_OBJS)
+	@mkdir -p $(@D)
+	@rm -f $@
+	@$(AR) rcs $@ $^
+
 $(BENCH_BIN): $(BUILD)/obj/src/main.o $(LIB)
 	@mkdir -p $(@D)
 	@echo LD $@
 	@$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
+$(BUILD)/bin/gptoss-engine: $(BUILD)/obj/engine/main.o $(ENGINE_LIB) $(LIB)
+	@mkdir -p $(@D)
+	@echo LD $@
+	@$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# Unit tests (tests/unit) and engine tests (tests/engine) link both libraries.
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(ENGINE_LIB) $(LIB)
 	@mkdir -p $(@D)
 	@echo LD $@
 	@$(CC) $(LDFLAGS) $^ $(LDLIBS) $(CMOCKA_LIBS) -o $@
 
-$(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIB)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/engine/%.o $(ENGINE_LIB) $(LIB)
+	@mkdir -p $(@D)
+	@echo LD $@
+	@$(CC) $(LDFLAGS) $^ $(LDLIBS) $(CMOCKA_LIBS) -o $@
+
+$(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(ENGINE_LIB) $(LIB)
 	@mkdir -p $(@D)
 	@echo LD $@
 	@$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

@@ -3,6 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/bench_cmd.h"
+#include "bench/dataset_cmd.h"
+#include "bench/mock_server_cmd.h"
 #include "common/check.h"
 #include "text/tokenize_cmd.h"
 
@@ -13,13 +16,16 @@ typedef struct {
 } Subcommand;
 
 static const Subcommand SUBCOMMANDS[] = {
+    {"bench", bench_cmd_main, "load generator, a drop-in for `vllm bench serve`"},
     {"tokenize", tokenize_cmd_main, "text <-> o200k_base / o200k_harmony token ids"},
+    {"dataset", dataset_cmd_main, "dataset files: sharegpt-synth (a ShareGPT stand-in)"},
+    {"mock-server", mock_server_cmd_main, "OpenAI-compatible streaming server with set timing"},
 };
 
 static void usage(FILE *out) {
   fprintf(out, "usage: gptoss-bench <command> [options]   (gptoss-bench <command> --help)\n\n");
   for (size_t i = 0; i < sizeof SUBCOMMANDS / sizeof *SUBCOMMANDS; i++)
-    fprintf(out, "  %-10s %s\n", SUBCOMMANDS[i].name, SUBCOMMANDS[i].summary);
+    fprintf(out, "  %-12s %s\n", SUBCOMMANDS[i].name, SUBCOMMANDS[i].summary);
 }
 
 int main(int argc, char **argv) {

@@ -61,7 +61,7 @@ static const OptionSpec OPTIONS[] = {
     STR("metric-percentiles", metric_percentiles),
     LIST("goodput", goodput, num_goodput),
     INT("num-warmups", num_warmups, 0, 1e6),
-    DBL("ready-check-timeout-sec", ready_check_timeout_sec, 0, 1e7),
+    INT("ready-check-timeout-sec", ready_check_timeout_sec, 0, 1e7),
     DBL("request-timeout-sec", request_timeout_sec, 1e-3, 1e7),
     INT("num-client-threads", num_client_threads, 1, 64),
     FLAG("save-result", save_result),

@@ -47,7 +47,7 @@ typedef struct {
   char **goodput;                  // [num_goodput] "ttft:500"
   int num_goodput;
   int num_warmups;                 // 0
-  double ready_check_timeout_sec;  // 600
+  int ready_check_timeout_sec;     // 600 (0: skip the check, as vLLM >= 0.11 does)
   double request_timeout_sec;      // ours: per request, 6 hours like aiohttp's default in vLLM
   int num_client_threads;          // ours: 1
   // output

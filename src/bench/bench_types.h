@@ -35,6 +35,8 @@ typedef struct {
   uint32_t output_tokens;  // usage.completion_tokens of the final usage chunk (0: none; the
                            // caller then counts generated_text with the tokenizer)
   int64_t intended_ns;     // when the arrival schedule meant to send it
+  int64_t ready_ns;        // when it was due and a concurrency slot was free: start_ns - ready_ns
+                           // is the client's own lateness, whatever the cap made it wait
   int64_t start_ns;        // when it was actually sent (after waiting for a concurrency slot)
   int64_t ttft_ns;         // first choices-bearing event - start_ns
   int64_t latency_ns;      // last relevant event - start_ns (vLLM's E2EL)

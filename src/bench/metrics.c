@@ -175,9 +175,15 @@ static bool is_good(const MetricsOptions *o, const double value_s[NUM_METRICS]) 
   return true;
 }
 
-// v0.11's per-second buckets over successful requests: output events (the first at start+ttft,
-// then one per ITL gap) per second, and requests in flight during each second.
-static void compute_peaks(BenchMetrics *m, const RequestResult *results, size_t num_results) {
+static int compare_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+// Peak output throughput: v0.11's per-second buckets over successful requests (output events,
+// the first at start+ttft, then one per ITL gap, counted per whole second from the first start).
+static void compute_peak_throughput(BenchMetrics *m, const RequestResult *results,
+                                    size_t num_results) {
   int64_t min_start = INT64_MAX, max_end = INT64_MIN;
   for (size_t i = 0; i < num_results; i++) {
     const RequestResult *r = &results[i];
@@ -188,7 +194,6 @@ static void compute_peaks(BenchMetrics *m, const RequestResult *results, size_t 
   if (min_start > max_end) return;  // no successful request
   int64_t num_buckets = (max_end - min_start + NS_PER_S - 1) / NS_PER_S + 1;
   int64_t *events = xcalloc((size_t)num_buckets, sizeof *events);
-  int64_t *active = xcalloc((size_t)num_buckets, sizeof *active);
   for (size_t i = 0; i < num_results; i++) {
     const RequestResult *r = &results[i];
     if (!r->success) continue;
@@ -198,23 +203,49 @@ static void compute_peaks(BenchMetrics *m, const RequestResult *results, size_t 
       int64_t bucket = (t - min_start) / NS_PER_S;  // truncation, like Python's int()
       if (bucket >= 0 && bucket < num_buckets) events[bucket]++;
     }
-    int64_t last = (r->start_ns + r->latency_ns - min_start) / NS_PER_S;
-    for (int64_t s = (r->start_ns - min_start) / NS_PER_S; s <= last; s++) active[s]++;
   }
-  for (int64_t s = 0; s < num_buckets; s++) {
+  for (int64_t s = 0; s < num_buckets; s++)
     if ((double)events[s] > m->peak_output_tokens_per_s)
       m->peak_output_tokens_per_s = (double)events[s];
-    if (active[s] > m->peak_concurrent_requests) m->peak_concurrent_requests = active[s];
-  }
   free(events);
-  free(active);
 }
 
-// Schedule lag (actual minus intended send time) over every request, in ms.
+// Peak concurrency: the most successful requests in flight at one instant, [start, start +
+// latency) each (not v0.11's "active during the same second", which counts requests that never
+// overlapped).
+static void compute_peak_concurrency(BenchMetrics *m, const RequestResult *results,
+                                     size_t num_results) {
+  int64_t *starts = xmalloc((num_results ? num_results : 1) * sizeof *starts);
+  int64_t *ends = xmalloc((num_results ? num_results : 1) * sizeof *ends);
+  size_t n = 0;
+  for (size_t i = 0; i < num_results; i++) {
+    if (!results[i].success) continue;
+    starts[n] = results[i].start_ns;
+    ends[n++] = results[i].start_ns + results[i].latency_ns;
+  }
+  qsort(starts, n, sizeof *starts, compare_i64);
+  qsort(ends, n, sizeof *ends, compare_i64);
+  int64_t in_flight = 0;
+  for (size_t s = 0, e = 0; s < n;) {
+    if (ends[e] <= starts[s]) {  // an end at the same instant as a start comes first
+      in_flight--;
+      e++;
+    } else {
+      in_flight++;
+      s++;
+      if (in_flight > m->peak_concurrent_requests) m->peak_concurrent_requests = in_flight;
+    }
+  }
+  free(starts);
+  free(ends);
+}
+
+// Schedule lag (actual send time minus when the request was due and had a concurrency slot)
+// over every request, in ms: the client's own lateness, not the wait --max-concurrency imposes.
 static void compute_lag(BenchMetrics *m, const RequestResult *results, size_t num_results) {
   double *lags = xmalloc((num_results ? num_results : 1) * sizeof *lags);
   for (size_t i = 0; i < num_results; i++)
-    lags[i] = (double)(results[i].start_ns - results[i].intended_ns) / 1e6;
+    lags[i] = (double)(results[i].start_ns - results[i].ready_ns) / 1e6;
   double *sorted = stats_sorted_copy(lags, num_results);
   m->mean_lag_ms = stats_mean(lags, num_results);
   m->p99_lag_ms = stats_percentile(sorted, num_results, 99);
@@ -276,6 +307,7 @@ void metrics_compute(BenchMetrics *m, const RequestResult *results, size_t num_r
     m->total_token_throughput =
         (double)(m->num_input_tokens + m->num_output_tokens) / m->duration_s;
   }
-  compute_peaks(m, results, num_results);
+  compute_peak_throughput(m, results, num_results);
+  compute_peak_concurrency(m, results, num_results);
   compute_lag(m, results, num_results);
 }

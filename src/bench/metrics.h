@@ -84,7 +84,7 @@ typedef struct {
   size_t num_failed;
   size_t num_failed_by_kind[NUM_FAILURE_KINDS];  // [FAILURE_NONE] is always 0
   double peak_output_tokens_per_s;               // v0.11 max_output_tokens_per_s
-  int64_t peak_concurrent_requests;              // v0.11 max_concurrent_requests
+  int64_t peak_concurrent_requests;              // most successful requests in flight at once
   double mean_lag_ms;  // schedule lag (start_ns - intended_ns) over every request sent
   double p99_lag_ms;
   double max_lag_ms;

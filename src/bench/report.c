@@ -112,7 +112,7 @@ void report_print(FILE *out, const ReportContext *ctx, const BenchMetrics *m) {
   print_extras(out, m);
 }
 
-void report_print_warnings(FILE *err, const ReportContext *ctx, const BenchMetrics *m) {
+void report_print_warnings(FILE *err, const BenchMetrics *m) {
   if (m->num_completed == 0)
     fprintf(err,
             "warning: All requests failed. This is likely due to a misconfiguration on the "
@@ -120,12 +120,9 @@ void report_print_warnings(FILE *err, const ReportContext *ctx, const BenchMetri
   if (m->fell_behind) {
     fprintf(err,
             "warning: the client fell behind its arrival schedule: p99 schedule lag %.2f ms > "
-            "%.0f ms, so the server saw less load than was asked for.",
+            "%.0f ms, so the server saw less load than was asked for (use --num-client-threads "
+            "to add client threads).\n",
             m->p99_lag_ms, METRICS_LAG_WARN_NS / 1e6);
-    if (ctx->max_concurrency > 0)
-      fprintf(err, " The lag includes waiting for one of the %d --max-concurrency slots.",
-              ctx->max_concurrency);
-    fputc('\n', err);
   }
 }
 
@@ -255,8 +252,8 @@ static void add_extras(json_t *root, const ReportContext *ctx, const BenchMetric
   set(root, "failed_requests", json_integer((json_int_t)m->num_failed));
   for (int kind = FAILURE_NONE + 1; kind < NUM_FAILURE_KINDS; kind++)
     set(root, FAILURE_INFO[kind].json_key, json_integer((json_int_t)m->num_failed_by_kind[kind]));
-  set(root, "max_output_tokens_per_s", real(m->peak_output_tokens_per_s));  // v0.11's names
-  set(root, "max_concurrent_requests", json_integer(m->peak_concurrent_requests));
+  set(root, "max_output_tokens_per_s", real(m->peak_output_tokens_per_s));  // v0.11's name
+  set(root, "peak_concurrent_requests", json_integer(m->peak_concurrent_requests));
   set(root, "mean_schedule_lag_ms", real(m->mean_lag_ms));
   set(root, "p99_schedule_lag_ms", real(m->p99_lag_ms));
   set(root, "max_schedule_lag_ms", real(m->max_lag_ms));

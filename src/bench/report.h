@@ -38,7 +38,7 @@ void report_print(FILE *out, const ReportContext *ctx, const BenchMetrics *m);
 
 // The run's warnings, one line each, to err (stderr): every request failed; the client fell
 // behind its arrival schedule.
-void report_print_warnings(FILE *err, const ReportContext *ctx, const BenchMetrics *m);
+void report_print_warnings(FILE *err, const BenchMetrics *m);
 
 // Checks --metadata items as vLLM does (each needs a '='), so a bad one fails before the run.
 bool report_check_metadata(char *const *items, size_t num_items, char *err, size_t err_size);

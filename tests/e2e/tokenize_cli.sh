@@ -7,7 +7,7 @@ bin="${1:?usage: tokenize_cli.sh BUILD_DIR}/bin/gptoss-bench"
 vectors=tests/fixtures/tokenizer/o200k_base-vectors.jsonl
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. tests/e2e/tap.sh
+. tests/e2e/tap.bash
 [ -x "$bin" ] || { echo "Bail out! $bin is not built"; exit 1; }
 
 # node compares JSON (it is on every machine the project supports; python may not be)

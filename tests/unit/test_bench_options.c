@@ -32,7 +32,7 @@ static void test_defaults_are_vllms(void **state) {
   assert_int_equal(o.max_concurrency, 0);
   assert_string_equal(o.percentile_metrics, "ttft,tpot,itl");
   assert_string_equal(o.metric_percentiles, "99");
-  assert_true(o.ready_check_timeout_sec == 600);
+  assert_int_equal(o.ready_check_timeout_sec, 600);
   assert_true(isnan(o.temperature));
 }
 

@@ -170,7 +170,7 @@ static void test_goodput(void **state) {
 
 // v0.11: A starts at 0 with output events at 0.5, 0.8, 1.1, 1.4 s (ends 1.4 s); B starts at 1.2 s
 // with events at 1.4, 1.5, 1.6 s (ends 1.6 s); the failed C is ignored. Buckets: ceil(1.6) + 1 = 3.
-// Events per second: [2, 5, 0]; requests in flight: A in seconds 0-1, B in second 1: [1, 2, 0].
+// Events per second: [2, 5, 0]. A and B overlap during [1.2, 1.4): peak concurrency 2.
 static void test_peak_buckets(void **state) {
   (void)state;
   int64_t a_gaps[] = {300 * MS, 300 * MS, 300 * MS}, b_gaps[] = {100 * MS, 100 * MS};
@@ -192,12 +192,26 @@ static void test_peak_buckets(void **state) {
   assert_int_equal(m.peak_concurrent_requests, 2);
 }
 
+// Concurrency is per instant: A [0, 0.4 s), B [0.4, 0.8 s) and C [0.5, 0.6 s) share second 0 (v0.11
+// would say 3), but at most two overlap (B and C); B starting as A ends does not overlap A.
+static void test_peak_concurrency_is_instantaneous(void **state) {
+  (void)state;
+  RequestResult r[3] = {succeeded(1, 1, 0, 100 * MS, 400 * MS, NULL, 0),
+                        succeeded(1, 1, 400 * MS, 100 * MS, 400 * MS, NULL, 0),
+                        succeeded(1, 1, 500 * MS, 50 * MS, 100 * MS, NULL, 0)};
+  MetricsOptions o;
+  metrics_options_init(&o);
+  BenchMetrics m;
+  metrics_compute(&m, r, 3, 1000 * MS, &o);
+  assert_int_equal(m.peak_concurrent_requests, 2);
+}
+
 static void test_schedule_lag(void **state) {
   (void)state;
   RequestResult r[3] = {succeeded(1, 2, 0, MS, 2 * MS, NULL, 0),
                         succeeded(1, 2, 0, MS, 2 * MS, NULL, 0), failed(FAILURE_STREAM, 1)};
   int64_t lags[3] = {0, 1 * MS, 30 * MS};  // the failed request was sent too, late
-  for (int i = 0; i < 3; i++) r[i].intended_ns = 1000 * MS, r[i].start_ns = 1000 * MS + lags[i];
+  for (int i = 0; i < 3; i++) r[i].ready_ns = 1000 * MS, r[i].start_ns = 1000 * MS + lags[i];
   MetricsOptions o;
   metrics_options_init(&o);
   BenchMetrics m;
@@ -207,7 +221,7 @@ static void test_schedule_lag(void **state) {
   assert_near(m.max_lag_ms, 30);
   assert_true(m.fell_behind);
 
-  r[2].start_ns = r[2].intended_ns + 2 * MS;  // p99 = 1.98 ms: on schedule
+  r[2].start_ns = r[2].ready_ns + 2 * MS;  // p99 = 1.98 ms: on schedule
   metrics_compute(&m, r, 3, 2000 * MS, &o);
   assert_near(m.p99_lag_ms, 1.98);
   assert_false(m.fell_behind);
@@ -305,6 +319,7 @@ int main(void) {
       cmocka_unit_test(test_empty_and_all_failed),
       cmocka_unit_test(test_goodput),
       cmocka_unit_test(test_peak_buckets),
+      cmocka_unit_test(test_peak_concurrency_is_instantaneous),
       cmocka_unit_test(test_schedule_lag),
       cmocka_unit_test(test_parse_percentile_metrics),
       cmocka_unit_test(test_parse_metric_percentiles),

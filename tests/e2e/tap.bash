@@ -1,4 +1,4 @@
-# tap.sh: sourced by the e2e scripts: TAP output helpers (ok / not ok lines, a plan at the end).
+# tap.bash: sourced by the e2e scripts: TAP output helpers (ok / not ok lines, a plan at the end).
 num_tests=0
 tap_ok() {  # description, command...: passes when the command succeeds
   local desc=$1; shift

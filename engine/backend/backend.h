@@ -1,0 +1,78 @@
+// backend.h: the one table of operations the forward pass calls, so a CPU and a CUDA backend can
+// each implement them without the model code knowing which runs. Buffers are the backend's
+// (host memory on CPU, device memory on CUDA); shapes are in the comments. No op allocates per
+// call beyond its backend's scratch.
+#ifndef GE_BACKEND_BACKEND_H
+#define GE_BACKEND_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+#include "model/rope.h"
+#include "model/weights.h"
+
+typedef struct Backend Backend;
+
+typedef struct {
+  const float *q;        // [num_tokens, q_stride] query heads (rotated), head-major in each row
+  int q_stride;          // floats between consecutive tokens' q
+  const KvCache *kv;
+  int layer;
+  const float *sinks;    // [num_heads] one logit per query head, unscaled, no value
+  const Batch *batch;
+  int num_heads;
+  int num_kv_heads;      // query head h reads kv head h / (num_heads / num_kv_heads)
+  int head_dim;
+  int sliding_window;    // > 0: key j is visible to query i only if i - j < sliding_window
+  float scale;           // applied to q.k (not to the sink)
+  float *out;            // [num_tokens, num_heads * head_dim]
+} AttentionArgs;
+
+typedef struct {
+  const GptOssConfig *config;
+  const LayerWeights *layer;
+  const float *x;        // [num_tokens, hidden] the normalised input
+  int num_tokens;
+  float *residual;       // [num_tokens, hidden] the MoE output is added here
+} MoeArgs;
+
+struct Backend {
+  const char *name;
+  void *state;  // the backend's own (thread pool, scratch, handles)
+
+  // out[t] = table row ids[t], as float.                        out: [num_tokens, cols]
+  void (*embed)(Backend *be, const WeightMatrix *table, const uint32_t *ids, int num_tokens,
+                float *out);
+  // out = x / sqrt(mean(x^2) + eps) * scale, per row (out may be x).  x, out: [num_rows, dim]
+  void (*rmsnorm)(Backend *be, const float *x, const float *scale, int num_rows, int dim,
+                  float *out);
+  // y = x W^T + bias (bias may be NULL); with accumulate, y += that.
+  // x: [num_rows, w->cols], y: [num_rows, w->rows]
+  void (*linear)(Backend *be, const WeightMatrix *w, const float *bias, const float *x,
+                 int num_rows, float *y, bool accumulate);
+  // Rotates num_heads heads of each row in place at that row's position (YaRN, half-split).
+  // x: [num_rows, row_stride], heads at x[row * row_stride + h * head_dim]
+  void (*rope)(Backend *be, float *x, int num_rows, int row_stride, int num_heads, int head_dim,
+               const int32_t *positions, const RopeTable *rope);
+  // Writes each token's k and v into its slot of layer's cache.
+  // k, v: [num_tokens, stride] with num_kv_heads * head_dim values at the row start
+  void (*kv_write)(Backend *be, KvCache *kv, int layer, const float *k, const float *v, int stride,
+                   const int64_t *slot_mapping, int num_tokens);
+  // Paged causal attention with sinks over each sequence's cached keys.
+  void (*attention)(Backend *be, const AttentionArgs *a);
+  // Router (linear + bias, top-k, softmax over the k), experts grouped by expert (SwiGLU with
+  // clamp, alpha and +1), weighted sum added to the residual.
+  void (*moe)(Backend *be, const MoeArgs *a);
+  // out[r] = in[rows[r]] for r < num_rows.                      in, out: [*, dim]
+  void (*gather_rows)(Backend *be, const float *in, const int32_t *rows, int num_rows, int dim,
+                      float *out);
+
+  void *(*alloc)(Backend *be, size_t bytes);  // zeroed; NULL when out of memory
+  void (*free)(Backend *be, void *ptr);
+  void (*destroy)(Backend *be);
+};
+
+#endif

@@ -1,0 +1,55 @@
+// openai_stream.h: reads one streamed OpenAI completions / chat answer (SSE bytes with their
+// arrival times) into a RequestResult with vLLM v0.10.2's rules (spec/vllm-bench.md 3.3-3.4):
+// TTFT at the first event with a non-empty "choices", one ITL gap per later such event, E2EL
+// at the last such event (for chat, at the last event of any kind), output_tokens from the
+// usage chunk. Knows nothing of sockets or HTTP statuses; allocates nothing per event once
+// its buffers have grown.
+#ifndef GB_BENCH_OPENAI_STREAM_H
+#define GB_BENCH_OPENAI_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench/bench_types.h"
+#include "bench/http_client.h"
+#include "bench/json_scratch.h"
+#include "bench/sse.h"
+#include "common/buf.h"
+
+// Reusable across requests: zero-initialise once, oai_stream_begin per request.
+typedef struct {
+  EndpointType endpoint;
+  RequestResult *out;  // where ttft_ns, itl_ns, output_tokens go as events arrive
+  size_t itl_cap;      // capacity of out->itl_ns
+  int64_t last_ns;     // vLLM's most_recent_timestamp
+  bool got_choices;    // an event with non-empty choices has arrived
+  SseParser sse;
+  JsonScratch *json;   // the reading thread's parse arena (shared by its streams)
+  Buf text;            // generated text so far
+  char *error;         // why the stream is unreadable (malformed JSON), or NULL
+  int64_t stamp_ns;    // the server's ": t=<ns>" stamp awaiting its event, or 0
+  size_t num_stamped;  // events that had a stamp, with the summed and largest receive lag
+  int64_t stamp_lag_sum_ns;
+  int64_t stamp_lag_max_ns;
+} OaiStream;
+
+// Starts reading the answer to a request sent at out->start_ns; expected_events sizes the ITL
+// array up front (max_tokens is a good guess). json: the calling thread's JSON arena, used by
+// every stream that thread reads.
+void oai_stream_begin(OaiStream *s, EndpointType endpoint, RequestResult *out,
+                      size_t expected_events, JsonScratch *json);
+
+// Feeds bytes received at now_ns. False when the stream is malformed (s->error says why); the
+// caller should stop reading it.
+bool oai_stream_feed(OaiStream *s, const char *bytes, size_t n, int64_t now_ns);
+
+// The body ended at now_ns (complete or not): reads a last unterminated event when complete,
+// then sets out->latency_ns and out->generated_text, and out->success / failure / error by the
+// stream rules alone (completions: at least one choices event; chat: always). The caller
+// overrides them for transport failures and HTTP statuses.
+void oai_stream_end(OaiStream *s, bool complete, int64_t now_ns);
+
+void oai_stream_free(OaiStream *s);
+
+#endif

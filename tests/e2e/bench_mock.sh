@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# bench_mock.sh: drives the real `gptoss-bench bench` against the real `gptoss-bench mock-server`
+# over loopback: the vLLM report and result JSON, the token totals, the concurrency cap as the
+# server counted it, the shipped ShareGPT-format dataset, failures, and start-up errors.
+# Usage: bench_mock.sh BUILD_DIR (prints TAP).
+set -u
+bin="${1:?usage: bench_mock.sh BUILD_DIR}/bin/gptoss-bench"
+tmp=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+. tests/e2e/tap.bash
+[ -x "$bin" ] || { echo "Bail out! $bin is not built"; exit 1; }
+
+# Starts a mock server with the given flags on a free port; sets $url.
+start_mock() {
+  local log="$tmp/mock.$RANDOM.log"
+  "$bin" mock-server --port 0 "$@" > "$log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do
+    url=$(sed -n 's/^mock-server listening on //p' "$log")
+    [ -n "$url" ] && return 0
+    sleep 0.05
+  done
+  echo "# mock-server did not start: $(cat "$log")"
+  return 1
+}
+
+json_get() {  # file, key: prints the value (node parses the JSON)
+  node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+           console.log(JSON.stringify(o[process.argv[2]]))' "$1" "$2"
+}
+
+start_mock --ttft-ms 20 --itl-ms 2
+"$bin" bench --base-url "$url" --num-prompts 40 --random-input-len 64 --random-output-len 16 \
+  --max-concurrency 4 --request-rate 200 --save-result --save-detailed --result-dir "$tmp/res" \
+  --result-filename run.json --metadata tag=e2e > "$tmp/out.txt" 2> "$tmp/err.txt"
+rc=$?
+tap_ok "bench exits 0" [ "$rc" -eq 0 ]
+tap_ok "report: all 40 requests succeeded" grep -qE '^Successful requests: +40 +$' "$tmp/out.txt"
+tap_ok "report: 640 generated tokens (40 x 16, from the usage chunks)" \
+  grep -qE '^Total generated tokens: +640 +$' "$tmp/out.txt"
+tap_ok "report: the concurrency and rate lines are shown" \
+  grep -qE '^Request rate configured \(RPS\): +200.00 +$' "$tmp/out.txt"
+block_lines() { sed -n '/^=* Serving Benchmark Result =*$/,/^=\{50\}$/p' "$tmp/out.txt" | wc -l; }
+# title, 9 figures (with the concurrency and rate lines), 3 sections of 4 lines, closing line
+tap_ok "report: vLLM's block has its 23 lines" [ "$(block_lines)" -eq 23 ]
+max_in_flight() { node -e 'fetch(process.argv[1]).then(r=>r.json()).then(s=>console.log(s.max_in_flight))' "$url/mock/stats"; }
+tap_ok "server never saw more than --max-concurrency 4 in flight" [ "$(max_in_flight)" -le 4 ]
+tap_ok "json: completed 40" [ "$(json_get "$tmp/res/run.json" completed)" = 40 ]
+tap_ok "json: metadata key in place" [ "$(json_get "$tmp/res/run.json" tag)" = '"e2e"' ]
+tap_ok "json: 40 per-request ITL lists (--save-detailed)" \
+  [ "$(node -e 'const o=JSON.parse(require("fs").readFileSync(process.argv[1]));console.log(o.itls.length)' "$tmp/res/run.json")" = 40 ]
+tap_ok "json: dataset named" [ "$(json_get "$tmp/res/run.json" dataset_name)" = '"random"' ]
+ttft_close() {  # the mock waits 20 ms before the first event: mean TTFT within [20, 25) ms
+  node -e 'const o=JSON.parse(require("fs").readFileSync(process.argv[1]));
+           process.exit(o.mean_ttft_ms >= 20 && o.mean_ttft_ms < 25 ? 0 : 1)' "$tmp/res/run.json"
+}
+tap_ok "json: mean TTFT matches the server's 20 ms" ttft_close
+
+"$bin" bench --base-url "$url" --endpoint-type openai-chat --endpoint /v1/chat/completions \
+  --dataset-name sharegpt --dataset-path datasets/sharegpt-synth.json --num-prompts 30 \
+  --sharegpt-output-len 8 > "$tmp/chat.txt" 2>&1
+tap_ok "chat endpoint with the shipped ShareGPT-format dataset" \
+  grep -qE '^Total generated tokens: +240 +$' "$tmp/chat.txt"
+
+start_mock --error-rate 1 --ttft-ms 1
+"$bin" bench --base-url "$url" --num-prompts 5 --random-input-len 8 --random-output-len 4 \
+  --ready-check-timeout-sec 0 > "$tmp/fail.txt" 2> "$tmp/fail.err"
+tap_ok "server errors: counted as failed requests" grep -qE '^Failed requests: +5 +$' "$tmp/fail.txt"
+tap_ok "server errors: a warning on stderr" test -s "$tmp/fail.err"
+
+"$bin" bench --port 1 --model m --num-prompts 2 --random-input-len 8 --ready-check-timeout-sec 1 \
+  > /dev/null 2> "$tmp/refused.err"
+rc=$?
+tap_ok "no server: the initial test run fails with vLLM's message" \
+  [ "$rc" -ne 0 -a -n "$(grep 'Initial test run failed' "$tmp/refused.err")" ]
+
+"$bin" bench --num-prompts x > /dev/null 2> "$tmp/flag.err"
+tap_ok "bad flag value: error names the flag" grep -q "\-\-num-prompts: 'x'" "$tmp/flag.err"
+tap_done
