@@ -13,26 +13,11 @@
 
 #include "bench/dataset.h"
 #include "text/tokenizer.h"
+#include "harmony_fixture.h"
 
 #define FIXTURES "tests/fixtures/bench/"
 #define SMALL FIXTURES "sharegpt-small.json"
 
-static int setup(void **state) {
-  Tokenizer *t = calloc(1, sizeof *t);
-  char err[1024];
-  if (!tok_init(t, TOK_O200K_HARMONY, NULL, err, sizeof err)) {
-    fprintf(stderr, "%s\n", err);
-    return -1;
-  }
-  *state = t;
-  return 0;
-}
-
-static int teardown(void **state) {
-  tok_free(*state);
-  free(*state);
-  return 0;
-}
 
 // The fixture's usable pairs, counted by hand: a prompt's first words, its tokens, its answer's.
 typedef struct {
@@ -270,5 +255,5 @@ int main(void) {
       cmocka_unit_test(test_random_is_deterministic_and_prefix_shared),
       cmocka_unit_test(test_random_rejects_bad_flags),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, harmony_setup, harmony_teardown);
 }

@@ -11,23 +11,8 @@
 #include <string.h>
 
 #include "text/harmony.h"
+#include "harmony_fixture.h"
 
-static int setup(void **state) {
-  Tokenizer *t = malloc(sizeof *t);
-  char err[1024];
-  if (!tok_init(t, TOK_O200K_HARMONY, NULL, err, sizeof err)) {
-    fprintf(stderr, "%s\n", err);
-    return -1;
-  }
-  *state = t;
-  return 0;
-}
-
-static int teardown(void **state) {
-  tok_free(*state);
-  free(*state);
-  return 0;
-}
 
 static void test_default_system_and_user_message_is_the_spec_example(void **state) {
   static const uint32_t expected[64] = {
@@ -170,5 +155,5 @@ int main(void) {
       cmocka_unit_test(test_parser_splits_reasoning_and_answer),
       cmocka_unit_test(test_parser_reads_tool_call_recipient),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, harmony_setup, harmony_teardown);
 }

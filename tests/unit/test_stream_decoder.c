@@ -13,23 +13,8 @@
 
 #include "text/stream_decoder.h"
 #include "text/utf8.h"
+#include "harmony_fixture.h"
 
-static int setup(void **state) {
-  Tokenizer *t = malloc(sizeof *t);
-  char err[1024];
-  if (!tok_init(t, TOK_O200K_HARMONY, NULL, err, sizeof err)) {
-    fprintf(stderr, "%s\n", err);
-    return -1;
-  }
-  *state = t;
-  return 0;
-}
-
-static int teardown(void **state) {
-  tok_free(*state);
-  free(*state);
-  return 0;
-}
 
 // The id of the single-byte token for b (every byte is a token of o200k).
 static uint32_t byte_id(const Tokenizer *t, uint8_t b) {
@@ -138,5 +123,5 @@ int main(void) {
       cmocka_unit_test(test_streaming_equals_full_decode_on_reference_vectors),
       cmocka_unit_test(test_unknown_id_is_refused),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, harmony_setup, harmony_teardown);
 }
