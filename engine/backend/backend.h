@@ -57,11 +57,14 @@ struct Backend {
   // x: [num_rows, row_stride], heads at x[row * row_stride + h * head_dim]
   void (*rope)(Backend *be, float *x, int num_rows, int row_stride, int num_heads, int head_dim,
                const int32_t *positions, const RopeTable *rope);
-  // Writes each token's k and v into its slot of layer's cache.
-  // k, v: [num_tokens, stride] with num_kv_heads * head_dim values at the row start
+  // Writes each token's k and v into its slot of layer's cache; a negative slot (padding) is
+  // skipped. k, v: [num_tokens, stride] with num_kv_heads * head_dim values at the row start
   void (*kv_write)(Backend *be, KvCache *kv, int layer, const float *k, const float *v, int stride,
                    const int64_t *slot_mapping, int num_tokens);
-  // Paged causal attention with sinks over each sequence's cached keys.
+  // Paged causal attention with sinks over each sequence's cached keys: the key at position j of
+  // sequence s is in slot block_tables[s][j / block_size] * block_size + j % block_size, and the
+  // query at positions[t] (< seq_lens[s]) sees keys 0 .. positions[t], the last sliding_window
+  // of them when that is > 0. The batch's own K/V must have been written (kv_write) first.
   void (*attention)(Backend *be, const AttentionArgs *a);
   // Router (linear + bias, top-k, softmax over the k), experts grouped by expert (SwiGLU with
   // clamp, alpha and +1), weighted sum added to the residual.

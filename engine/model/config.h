@@ -42,16 +42,26 @@ static inline bool config_layer_is_sliding(const GptOssConfig *c, int layer) {
 // Longest context the model supports: L0 * s (131,072 for the real models).
 int64_t config_max_positions(const GptOssConfig *c);
 
-// "openai/gpt-oss-120b", "openai/gpt-oss-20b" (also without "openai/") and "gpt-oss-tiny".
+// "openai/gpt-oss-120b", "openai/gpt-oss-20b" (also without "openai/") and "gpt-oss-tiny"
+// (4 layers, hidden 512, 16 query and 2 KV heads of 64, 8 experts top-4, intermediate 512, the
+// full vocabulary and the real RoPE/YaRN, sliding-window, sink and SwiGLU settings).
 // False when the name is not a preset.
 bool config_preset(const char *name, GptOssConfig *out);
 
-// Reads OpenAI's config.json (the 16 ModelConfig keys; ints or floats; swiglu_limit optional)
-// and checks it (positive sizes, heads divisible by KV heads, ...). False with a message naming
-// the file and the key.
+// The preset names for messages: "openai/gpt-oss-120b, openai/gpt-oss-20b, gpt-oss-tiny".
+const char *config_preset_names(void);
+
+// Reads OpenAI's config.json (the 16 ModelConfig keys; ints or floats, an int key given as a
+// float must be integral; swiglu_limit optional, 7.0 when missing; every other key is required)
+// and checks it (config_validate). Unknown keys are rejected, as the reference's
+// ModelConfig(**json) does: a Hugging Face root config.json is not this file. False with a
+// message naming the file and the key.
 bool config_load_json(const char *path, GptOssConfig *out, char *err, size_t err_size);
 
-// Checks a config's consistency; false with a message naming the field.
+// Checks a config's consistency: positive sizes, query heads a multiple of KV heads, experts per
+// token <= experts, hidden and intermediate sizes multiples of 32 (MXFP4 blocks), an even
+// head_dim of at most 256, and YaRN's bounds 0 < low < high < head_dim / 2 - 1 (the reference
+// asserts them) when rope_scaling_factor > 1. False with a message naming the config.json key.
 bool config_validate(const GptOssConfig *c, char *err, size_t err_size);
 
 #endif

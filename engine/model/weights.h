@@ -56,24 +56,45 @@ typedef enum { LOAD_AUTO, LOAD_SAFETENSORS, LOAD_DUMMY } LoadFormat;
 typedef struct {
   LoadFormat load_format;
   // Formats the weights are kept in. Experts default to WEIGHT_F32 (decoded from MXFP4 once at
-  // load: exact, for the golden tests); WEIGHT_MXFP4 keeps the checkpoint's bytes.
+  // load: exact, for the golden tests); WEIGHT_MXFP4 keeps the checkpoint's bytes (mapped, not
+  // copied); WEIGHT_BF16 is exact too (every MXFP4 value is a bf16).
   WeightFormat expert_format;
   WeightFormat dense_format;  // qkv, out, router, embedding, unembedding: F32 or BF16
   uint64_t seed;              // dummy weights
 } WeightsOptions;
 
+// Sizes of a config's weights from the shapes alone: nothing is allocated or read. Checkpoint
+// bytes by format as in spec section 5.4, and what weights_load would hold in the options'
+// formats (norms, biases and sinks as float32).
+typedef struct {
+  int num_tensors;           // checkpoint tensors (3 + 15 per layer)
+  int64_t num_params;        // logical weights: one per MXFP4 value, scales not counted
+  int64_t bf16_bytes;        // checkpoint bytes of the bf16 tensors
+  int64_t fp4_block_bytes;   // checkpoint bytes of the MXFP4 blocks
+  int64_t scale_bytes;       // checkpoint bytes of the e8m0 scales
+  int64_t checkpoint_bytes;  // the three together
+  int64_t loaded_bytes;      // GptOssWeights in the options' formats
+} WeightsPlan;
+
 // "auto" | "safetensors" | "dummy" -> LoadFormat; false for anything else.
 bool weights_load_format_from_name(const char *name, LoadFormat *out);
 
-// model: a checkpoint folder (config.json + *.safetensors; OpenAI's "original/" layout) or, with
-// LOAD_DUMMY (or LOAD_AUTO when no such folder exists), a preset name. Returns false with a
-// message naming the file and tensor (missing tensor, wrong shape or dtype, truncated file, bad
-// header) or the preset.
+// model: a checkpoint folder (OpenAI's "original/" layout: config.json + every *.safetensors in
+// it, memory-mapped; a folder whose original/ subfolder holds them, as a Hugging Face download of
+// openai/gpt-oss-* has, is read there) or, with LOAD_DUMMY (or LOAD_AUTO when no such folder
+// exists), a preset name (config_preset). LOAD_DUMMY with a folder takes its config.json and no
+// *.safetensors. Dummy weights are seeded and documented in weights_dummy.h. Checkpoint
+// tensors may be BF16 or F32 (MXFP4 blocks and scales U8); F32 results are exact. Returns false
+// with a message naming the file and tensor (missing tensor, wrong shape or dtype, truncated
+// file, bad header), the config.json key, or the presets when model is none of these.
 bool weights_load(const char *model, const WeightsOptions *o, GptOssWeights *w, char *err,
                   size_t err_size);
 void weights_free(GptOssWeights *w);
 
 // Bytes of one matrix in its format.
 size_t weight_matrix_bytes(const WeightMatrix *m);
+
+// Fills p for config c kept in o's formats (o->load_format and seed do not matter).
+void weights_plan(const GptOssConfig *c, const WeightsOptions *o, WeightsPlan *p);
 
 #endif

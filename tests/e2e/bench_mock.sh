@@ -63,6 +63,18 @@ tap_ok "json: mean TTFT matches the server's 20 ms" ttft_close
 tap_ok "chat endpoint with the shipped ShareGPT-format dataset" \
   grep -qE '^Total generated tokens: +240 +$' "$tmp/chat.txt"
 
+# Poisson arrivals at 100 req/s: vLLM scales the schedule so the last request is sent at exactly
+# N / rate = 1.5 s; with 20 ms answers the run lasts 1.5 s and a little more.
+"$bin" bench --base-url "$url" --num-prompts 150 --random-input-len 8 --random-output-len 1 \
+  --request-rate 100 --seed 3 --save-result --result-dir "$tmp/res" --result-filename rate.json \
+  > "$tmp/rate.txt" 2>&1
+paced() {
+  node -e 'const o=JSON.parse(require("fs").readFileSync(process.argv[1]));
+           process.exit(o.completed === 150 && o.duration >= 1.5 && o.duration < 1.8 ? 0 : 1)' \
+    "$tmp/res/rate.json"
+}
+tap_ok "request rate 100/s: 150 Poisson arrivals take 1.5 s" paced
+
 start_mock --error-rate 1 --ttft-ms 1
 "$bin" bench --base-url "$url" --num-prompts 5 --random-input-len 8 --random-output-len 4 \
   --ready-check-timeout-sec 0 > "$tmp/fail.txt" 2> "$tmp/fail.err"

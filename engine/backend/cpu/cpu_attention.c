@@ -1,0 +1,115 @@
+// cpu_attention.c: paged causal attention with sinks (spec gptoss-model.md section 2.1): each
+// (token, kv head) pair walks that token's visible keys in its sequence's blocks with an online
+// softmax for the query heads of the group, the running max starting at each head's sink. Reads
+// the cache, never writes it (kv_write comes first).
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_internal.h"
+#include "common/check.h"
+
+// Keys scored together before the running sums are rescaled.
+#define CPU_ATTN_CHUNK 32
+
+// The sequence that owns token t: query_start[s] <= t < query_start[s + 1].
+static int cpu_attn_seq_of(const Batch *b, int t) {
+  int lo = 0, hi = b->num_seqs - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (b->query_start[mid] <= t)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+// Online softmax state of one query head.
+typedef struct {
+  float max;    // running max of the logits seen (starts at the sink)
+  float denom;  // sum of exp(logit - max) over the keys seen
+  float *acc;   // [head_dim] sum of exp(logit - max) * v
+} CpuAttnHead;
+
+// Attention of token t's query heads in kv head kvh's group over keys lo .. hi of sequence s.
+// scores: [group, CPU_ATTN_CHUNK], acc: [group, head_dim]
+static void cpu_attn_group(const AttentionArgs *a, int t, int s, int kvh, int lo, int hi,
+                           float *scores, float *acc) {
+  const Batch *b = a->batch;
+  const KvCache *kv = a->kv;
+  const int head_dim = a->head_dim, group = a->num_heads / a->num_kv_heads;
+  const int kv_dim = a->num_kv_heads * head_dim, bs = kv->block_size;
+  const float *k_cache = kv->k[a->layer] + kvh * head_dim;  // [slots, kv_dim], this head's part
+  const float *v_cache = kv->v[a->layer] + kvh * head_dim;  // [slots, kv_dim], this head's part
+  const int32_t *blocks = b->block_tables + (int64_t)s * b->max_blocks_per_seq;  // [max_blocks]
+  CpuAttnHead heads[group];
+  for (int g = 0; g < group; g++) {
+    heads[g] = (CpuAttnHead){a->sinks[kvh * group + g], 0.0f, acc + g * head_dim};
+    memset(heads[g].acc, 0, (size_t)head_dim * sizeof(float));
+  }
+  for (int j0 = lo; j0 <= hi; j0 += CPU_ATTN_CHUNK) {
+    const int n = hi - j0 + 1 < CPU_ATTN_CHUNK ? hi - j0 + 1 : CPU_ATTN_CHUNK;
+    int64_t slot[CPU_ATTN_CHUNK];  // cache slot of key j0 + i
+    for (int i = 0; i < n; i++) {
+      int j = j0 + i;
+      CHECK(j / bs < b->max_blocks_per_seq);
+      slot[i] = (int64_t)blocks[j / bs] * bs + j % bs;
+    }
+    for (int g = 0; g < group; g++) {
+      const float *q = a->q + (int64_t)t * a->q_stride + (kvh * group + g) * head_dim;
+      float *sc = scores + g * CPU_ATTN_CHUNK;
+      float chunk_max = heads[g].max;
+      for (int i = 0; i < n; i++) {
+        sc[i] = cpu_dot(q, k_cache + slot[i] * kv_dim, head_dim) * a->scale;
+        if (sc[i] > chunk_max) chunk_max = sc[i];
+      }
+      CpuAttnHead *h = &heads[g];
+      const float correction = expf(h->max - chunk_max);
+      h->max = chunk_max;
+      h->denom *= correction;
+      for (int d = 0; d < head_dim; d++) h->acc[d] *= correction;
+      for (int i = 0; i < n; i++) {
+        const float p = expf(sc[i] - chunk_max);
+        const float *v = v_cache + slot[i] * kv_dim;  // [head_dim]
+        h->denom += p;
+        for (int d = 0; d < head_dim; d++) h->acc[d] += p * v[d];
+      }
+    }
+  }
+  for (int g = 0; g < group; g++) {
+    const CpuAttnHead *h = &heads[g];
+    const float inv = 1.0f / (h->denom + expf(a->sinks[kvh * group + g] - h->max));
+    float *o = a->out + (int64_t)t * a->num_heads * head_dim + (kvh * group + g) * head_dim;
+    for (int d = 0; d < head_dim; d++) o[d] = h->acc[d] * inv;
+  }
+}
+
+void cpu_attention(Backend *be, const AttentionArgs *a) {
+  const Batch *b = a->batch;
+  CHECK(a->num_kv_heads > 0 && a->num_heads % a->num_kv_heads == 0);
+  CHECK(a->kv->num_kv_heads == a->num_kv_heads && a->kv->head_dim == a->head_dim);
+  CHECK(a->layer >= 0 && a->layer < a->kv->num_layers);
+  const int group = a->num_heads / a->num_kv_heads, head_dim = a->head_dim;
+  const int num_threads = cpu_state(be)->num_threads;
+  const size_t per_thread = (size_t)group * (CPU_ATTN_CHUNK + (size_t)head_dim);
+  float *bufs = cpu_scratch(be, CPU_SCRATCH_ATTENTION,
+                            (size_t)num_threads * per_thread * sizeof(float));  // [threads, ...]
+  const int64_t num_items = (int64_t)b->num_tokens * a->num_kv_heads;
+#pragma omp parallel num_threads(num_threads)
+  {
+    float *scores = bufs + (size_t)omp_get_thread_num() * per_thread;  // [group, CHUNK]
+    float *acc = scores + (size_t)group * CPU_ATTN_CHUNK;              // [group, head_dim]
+#pragma omp for schedule(dynamic, 4)
+    for (int64_t item = 0; item < num_items; item++) {
+      const int t = (int)(item / a->num_kv_heads), kvh = (int)(item % a->num_kv_heads);
+      const int s = cpu_attn_seq_of(b, t);
+      const int pos = b->positions[t];
+      CHECK(pos >= 0 && pos < b->seq_lens[s]);
+      int lo = 0;
+      if (a->sliding_window > 0 && pos - a->sliding_window + 1 > 0)
+        lo = pos - a->sliding_window + 1;
+      cpu_attn_group(a, t, s, kvh, lo, pos, scores, acc);
+    }
+  }
+}

@@ -1,0 +1,68 @@
+// cpu_backend.c: the CPU backend's table, its state (thread count, scratch) and its memory
+// (host allocations). Owns the OpenBLAS thread setting (one thread per call). Computes nothing:
+// each op lives in its own file (cpu_ops.c, cpu_linear.c, cpu_attention.c, cpu_moe.c).
+#include "backend/cpu/cpu_backend.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <stdlib.h>
+
+#include "backend/cpu/cpu_internal.h"
+#include "common/check.h"
+
+void *cpu_scratch(Backend *be, CpuScratchSlot slot, size_t bytes) {
+  CHECK(slot >= 0 && slot < CPU_SCRATCH_COUNT);
+  CpuScratch *s = &cpu_state(be)->scratch[slot];
+  if (bytes > s->bytes) {
+    size_t grown = s->bytes * 2 > bytes ? s->bytes * 2 : bytes;
+    grown = (grown + 63) & ~(size_t)63;
+    free(s->ptr);
+    s->ptr = aligned_alloc(64, grown);
+    if (!s->ptr) die("cpu backend: out of memory for %zu bytes of scratch", grown);
+    s->bytes = grown;
+  }
+  return s->ptr;
+}
+
+static void *cpu_alloc(Backend *be, size_t bytes) {
+  (void)be;
+  return calloc(1, bytes ? bytes : 1);
+}
+
+static void cpu_free(Backend *be, void *ptr) {
+  (void)be;
+  free(ptr);
+}
+
+static void cpu_destroy(Backend *be) {
+  if (!be) return;
+  CpuState *st = cpu_state(be);
+  for (int i = 0; i < CPU_SCRATCH_COUNT; i++) free(st->scratch[i].ptr);
+  free(st);
+  free(be);
+}
+
+Backend *cpu_backend_create(int num_threads) {
+  if (num_threads <= 0) num_threads = omp_get_num_procs();
+  CpuState *st = xcalloc(1, sizeof(*st));
+  st->num_threads = num_threads;
+  // The ops split matrix products across their own OpenMP threads and call OpenBLAS from each
+  // of them, single-threaded: two pools of spinning threads on the same cores would fight.
+  openblas_set_num_threads(1);
+
+  Backend *be = xcalloc(1, sizeof(*be));
+  be->name = "cpu";
+  be->state = st;
+  be->embed = cpu_embed;
+  be->rmsnorm = cpu_rmsnorm;
+  be->linear = cpu_linear;
+  be->rope = cpu_rope;
+  be->kv_write = cpu_kv_write;
+  be->attention = cpu_attention;
+  be->moe = cpu_moe;
+  be->gather_rows = cpu_gather_rows;
+  be->alloc = cpu_alloc;
+  be->free = cpu_free;
+  be->destroy = cpu_destroy;
+  return be;
+}

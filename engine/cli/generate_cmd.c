@@ -1,0 +1,194 @@
+// generate_cmd.c: `gptoss-engine generate`: flags -> weights, CPU backend, model -> one
+// generation -> {"prompt_ids", "output_ids", "text", "finish_reason"} on stdout, and optionally
+// the prompt's logits as .npy. Dies with a message naming the flag on bad input.
+#include "cli/generate_cmd.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "common/buf.h"
+#include "common/check.h"
+#include "common/npy.h"
+#include "core/generate.h"
+#include "text/harmony.h"
+#include "text/stream_decoder.h"
+#include "text/tokenizer.h"
+
+typedef struct {
+  const char *model;
+  const char *load_format;
+  const char *prompt_ids;  // "1,2,3"
+  const char *prompt;      // plain text
+  const char *chat;        // one user message, rendered with harmony
+  int max_tokens;
+  double temperature;
+  double top_p;
+  int top_k;
+  uint64_t seed;
+  bool ignore_eos;
+  const char *logits_out;
+  const char *device;
+  int num_threads;
+} GenerateOptions;
+
+static const char USAGE[] =
+    "usage: gptoss-engine generate --model M [--load-format auto|safetensors|dummy]\n"
+    "         (--prompt-ids 1,2,3 | --prompt TEXT | --chat TEXT) --max-tokens N\n"
+    "         [--temperature T] [--top-p P] [--top-k K] [--seed S] [--ignore-eos]\n"
+    "         [--logits-out FILE.npy] [--device cpu] [--threads N]\n"
+    "  M: a checkpoint folder (config.json + *.safetensors, OpenAI's original/ layout) or, with\n"
+    "     dummy weights, a preset: openai/gpt-oss-120b, openai/gpt-oss-20b, gpt-oss-tiny.\n"
+    "  Prints one JSON line {\"prompt_ids\", \"output_ids\", \"text\", \"finish_reason\"}.\n"
+    "  --logits-out writes the logits at every prompt position (float32 [prompt, vocab]).\n";
+
+static long parse_long(const char *flag, const char *value, long lo, long hi) {
+  char *end;
+  errno = 0;
+  long v = strtol(value, &end, 10);
+  if (end == value || *end || errno || v < lo || v > hi)
+    die("generate: %s '%s' is not an integer from %ld to %ld", flag, value, lo, hi);
+  return v;
+}
+
+static double parse_double(const char *flag, const char *value, double lo, double hi) {
+  char *end;
+  errno = 0;
+  double v = strtod(value, &end);
+  if (end == value || *end || errno || !(v >= lo && v <= hi))
+    die("generate: %s '%s' is not a number from %g to %g", flag, value, lo, hi);
+  return v;
+}
+
+static GenerateOptions parse_options(int argc, char **argv) {
+  GenerateOptions o = {.load_format = "auto", .max_tokens = -1, .top_p = 1, .device = "cpu"};
+  static const struct option longopts[] = {
+      {"model", required_argument, 0, 'm'},      {"load-format", required_argument, 0, 'l'},
+      {"prompt-ids", required_argument, 0, 'i'}, {"prompt", required_argument, 0, 'p'},
+      {"chat", required_argument, 0, 'c'},       {"max-tokens", required_argument, 0, 'n'},
+      {"temperature", required_argument, 0, 't'}, {"top-p", required_argument, 0, 'P'},
+      {"top-k", required_argument, 0, 'k'},      {"seed", required_argument, 0, 's'},
+      {"ignore-eos", no_argument, 0, 'e'},       {"logits-out", required_argument, 0, 'o'},
+      {"device", required_argument, 0, 'd'},     {"threads", required_argument, 0, 'T'},
+      {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    switch (c) {
+      case 'm': o.model = optarg; break;
+      case 'l': o.load_format = optarg; break;
+      case 'i': o.prompt_ids = optarg; break;
+      case 'p': o.prompt = optarg; break;
+      case 'c': o.chat = optarg; break;
+      case 'n': o.max_tokens = (int)parse_long("--max-tokens", optarg, 1, 1 << 20); break;
+      case 't': o.temperature = parse_double("--temperature", optarg, 0, 100); break;
+      case 'P': o.top_p = parse_double("--top-p", optarg, 1e-9, 1); break;
+      case 'k': o.top_k = (int)parse_long("--top-k", optarg, 0, 1 << 30); break;
+      case 's': o.seed = (uint64_t)parse_long("--seed", optarg, 0, __LONG_MAX__); break;
+      case 'e': o.ignore_eos = true; break;
+      case 'o': o.logits_out = optarg; break;
+      case 'd': o.device = optarg; break;
+      case 'T': o.num_threads = (int)parse_long("--threads", optarg, 1, 1024); break;
+      case 'h': fputs(USAGE, stdout); exit(0);
+      case ':': die("generate: %s needs a value\n%s", argv[optind - 1], USAGE);
+      default: die("generate: unknown option '%s'\n%s", argv[optind - 1], USAGE);
+    }
+  }
+  if (optind < argc) die("generate: unexpected argument '%s'\n%s", argv[optind], USAGE);
+  if (!o.model) die("generate: --model is required\n%s", USAGE);
+  if ((o.prompt_ids != NULL) + (o.prompt != NULL) + (o.chat != NULL) != 1)
+    die("generate: give exactly one of --prompt-ids, --prompt and --chat");
+  if (o.max_tokens < 0) die("generate: --max-tokens is required");
+  if (strcmp(o.device, "cpu") != 0 && strcmp(o.device, "auto") != 0)
+    die("generate: --device %s is not available in this build (use --device cpu)", o.device);
+  return o;
+}
+
+static void prompt_tokens(const GenerateOptions *o, TokenIds *ids) {
+  if (o->prompt_ids) {
+    const char *p = o->prompt_ids;
+    while (*p) {
+      char *end;
+      errno = 0;
+      unsigned long id = strtoul(p, &end, 10);
+      if (end == p || errno || id > UINT32_MAX || (*end && *end != ','))
+        die("generate: --prompt-ids: '%s' is not a comma-separated list of token ids", o->prompt_ids);
+      token_ids_push(ids, (uint32_t)id);
+      p = *end ? end + 1 : end;
+    }
+    return;
+  }
+  Tokenizer tok;
+  char err[1024];
+  if (!tok_init(&tok, TOK_O200K_HARMONY, NULL, err, sizeof err)) die("generate: %s", err);
+  if (o->prompt) tok_encode(&tok, o->prompt, strlen(o->prompt), false, ids);
+  else harmony_render_prompt(&tok, &(HarmonyMessage){.role = "user", .content = o->chat}, 1, NULL, ids);
+  tok_free(&tok);
+}
+
+static void print_result(const TokenIds *prompt, const GenerateResult *r) {
+  Tokenizer tok;
+  char err[1024];
+  if (!tok_init(&tok, TOK_O200K_HARMONY, NULL, err, sizeof err)) die("generate: %s", err);
+  Buf text = {0};
+  stream_decoder_decode_all(&tok, r->output_ids.data, r->output_ids.len, &text);
+  json_t *p = json_array(), *out = json_array();
+  for (size_t i = 0; i < prompt->len; i++) json_array_append_new(p, json_integer(prompt->data[i]));
+  for (size_t i = 0; i < r->output_ids.len; i++)
+    json_array_append_new(out, json_integer(r->output_ids.data[i]));
+  json_t *line = json_pack("{s:o, s:o, s:s%, s:s}", "prompt_ids", p, "output_ids", out, "text",
+                           text.data, text.len, "finish_reason", r->finish_reason);
+  CHECK(line != NULL);
+  char *s = json_dumps(line, JSON_COMPACT);
+  puts(s);
+  free(s);
+  json_decref(line);
+  buf_free(&text);
+  tok_free(&tok);
+}
+
+int generate_cmd_main(int argc, char **argv) {
+  GenerateOptions o = parse_options(argc, argv);
+  WeightsOptions wo = {.expert_format = WEIGHT_F32, .dense_format = WEIGHT_F32, .seed = o.seed};
+  if (!weights_load_format_from_name(o.load_format, &wo.load_format))
+    die("generate: --load-format '%s' is unknown; use auto, safetensors or dummy", o.load_format);
+  TokenIds prompt = {0};
+  prompt_tokens(&o, &prompt);
+
+  char err[1024];
+  GptOssWeights w;
+  if (!weights_load(o.model, &wo, &w, err, sizeof err)) die("generate: %s", err);
+  Backend *be = cpu_backend_create(o.num_threads);
+  Model m;
+  if (!model_init(&m, &w, be, prompt.len ? (int)prompt.len : 1, err, sizeof err))
+    die("generate: %s", err);
+  float *logits = NULL;
+  if (o.logits_out) logits = xmalloc(prompt.len * (size_t)w.config.vocab_size * sizeof *logits);
+  GenerateRequest req = {.prompt_ids = prompt.data,
+                         .num_prompt_ids = prompt.len,
+                         .max_tokens = o.max_tokens,
+                         .sampling = {.temperature = (float)o.temperature,
+                                      .top_p = (float)o.top_p,
+                                      .top_k = o.top_k},
+                         .seed = o.seed,
+                         .ignore_eos = o.ignore_eos,
+                         .prompt_logits = logits};
+  GenerateResult result;
+  if (!generate_run(&m, &req, &result, err, sizeof err)) die("generate: %s", err);
+  if (o.logits_out &&
+      !npy_write_f32(o.logits_out, logits, (int64_t)prompt.len, w.config.vocab_size, err, sizeof err))
+    die("generate: --logits-out: %s", err);
+  print_result(&prompt, &result);
+
+  free(logits);
+  token_ids_free(&result.output_ids);
+  token_ids_free(&prompt);
+  model_free(&m);
+  be->destroy(be);
+  weights_free(&w);
+  return fflush(stdout) == 0 ? 0 : 1;
+}

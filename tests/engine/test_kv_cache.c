@@ -1,0 +1,75 @@
+// test_kv_cache.c: KV storage sizes (spec gptoss-model.md section 5.4: 2 KiB per token per layer
+// in bf16, so 4 KiB in float32), zeroed allocation, and the errors for impossible sizes.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "model/kv_cache.h"
+
+// Under AddressSanitizer, an impossible allocation must return NULL as it does in libc.
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+
+static void test_bytes_per_token(void **state) {
+  (void)state;
+  GptOssConfig c;
+  assert_true(config_preset("openai/gpt-oss-120b", &c));
+  assert_int_equal(kv_cache_bytes_per_token(&c), 36 * 2 * 512 * 4);
+  assert_true(config_preset("openai/gpt-oss-20b", &c));
+  assert_int_equal(kv_cache_bytes_per_token(&c), 24 * 2 * 512 * 4);
+}
+
+static void test_init_zeroed_and_free(void **state) {
+  (void)state;
+  GptOssConfig c;
+  assert_true(config_preset("gpt-oss-tiny", &c));
+  KvCache kv;
+  char err[256] = "";
+  assert_true(kv_cache_init(&kv, &c, 10, 16, err, sizeof err));
+  assert_int_equal(kv.num_layers, 4);
+  assert_int_equal(kv.num_blocks, 10);
+  assert_int_equal(kv.block_size, 16);
+  assert_int_equal(kv.num_kv_heads, 2);
+  assert_int_equal(kv.head_dim, 64);
+  const size_t n = 10 * 16 * 2 * 64;
+  for (int l = 0; l < kv.num_layers; l++) {
+    for (size_t i = 0; i < n; i++) assert_true(kv.k[l][i] == 0.0f && kv.v[l][i] == 0.0f);
+    kv.k[l][n - 1] = 1.0f;  // the last slot is writable
+    kv.v[l][n - 1] = 1.0f;
+  }
+  kv_cache_free(&kv);
+  assert_null(kv.k);
+  assert_int_equal(kv.num_layers, 0);
+}
+
+static void test_impossible_sizes(void **state) {
+  (void)state;
+  GptOssConfig c;
+  assert_true(config_preset("openai/gpt-oss-120b", &c));
+  KvCache kv;
+  char err[256] = "";
+  assert_false(kv_cache_init(&kv, &c, 0, 16, err, sizeof err));
+  assert_non_null(strstr(err, "KV cache"));
+  assert_false(kv_cache_init(&kv, &c, 16, -1, err, sizeof err));
+  // 2^31 blocks of 2^31 tokens: overflows any address space.
+  assert_false(kv_cache_init(&kv, &c, 2147483647, 2147483647, err, sizeof err));
+  assert_non_null(strstr(err, "overflow"));
+  // 2^30 blocks of 2^10 tokens: 288 PiB, never there.
+  err[0] = '\0';
+  assert_false(kv_cache_init(&kv, &c, 1 << 30, 1 << 10, err, sizeof err));
+  assert_non_null(strstr(err, "out of memory"));
+  assert_null(kv.k);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bytes_per_token),
+      cmocka_unit_test(test_init_zeroed_and_free),
+      cmocka_unit_test(test_impossible_sizes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
