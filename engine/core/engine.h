@@ -1,0 +1,88 @@
+// engine.h: the serving engine as the HTTP front end sees it: submit requests and abort them from
+// any thread (the inbox), and read token events keyed by request id (the outbox). One engine
+// thread owns the scheduler, the KV blocks and the request table; nothing here blocks it.
+// Plain structs in and out, no callbacks.
+#ifndef GE_CORE_ENGINE_H
+#define GE_CORE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/sampler.h"
+#include "model/forward.h"
+
+typedef struct {
+  int max_num_batched_tokens;  // token budget of one step (prefill chunks + decodes)
+  int max_num_seqs;            // running requests at most
+  int max_model_len;           // prompt + output tokens of one request at most
+  int block_size;              // tokens per KV block (16)
+  int num_kv_blocks;           // KV capacity = num_kv_blocks * block_size tokens
+  bool async_scheduling;       // plan step N+1 while step N executes
+} EngineConfig;
+
+typedef struct {
+  const uint32_t *prompt_ids;  // [num_prompt_ids], copied by engine_submit
+  size_t num_prompt_ids;
+  int max_tokens;              // >= 1
+  SamplingParams sampling;
+  uint64_t seed;
+  bool ignore_eos;             // otherwise <|return|>, <|call|>, <|endoftext|> finish it
+} EngineRequestParams;
+
+typedef enum {
+  FINISH_NONE,    // more events follow
+  FINISH_STOP,    // a stop token (included as the last token)
+  FINISH_LENGTH,  // max_tokens or max_model_len reached
+  FINISH_ABORT,   // engine_abort, or the engine is stopping
+} FinishReason;
+
+typedef struct {
+  uint64_t request_id;
+  bool has_token;
+  uint32_t token_id;           // when has_token
+  FinishReason finish;         // != FINISH_NONE on the request's last event
+  uint32_t num_prompt_tokens;  // for usage
+  uint32_t num_output_tokens;  // generated so far, this token included
+} TokenEvent;
+
+typedef struct {
+  int num_running;
+  int num_waiting;
+  int num_kv_blocks_used;
+  int num_kv_blocks;
+  uint64_t num_prompt_tokens;      // prefilled so far (recomputation included)
+  uint64_t num_generation_tokens;  // sampled so far
+  uint64_t num_preemptions;
+  uint64_t num_steps;
+  uint64_t step_time_buckets[16];  // step wall time histogram: bucket i counts steps under 2^i * 100 us
+  double step_time_sum_s;
+} EngineStats;
+
+typedef struct Engine Engine;
+
+// Takes the model (weights, backend) and sizes the KV cache from config. False with a message.
+bool engine_create(Engine **out, const EngineConfig *config, Model *model, char *err,
+                   size_t err_size);
+// Starts the engine thread.
+void engine_start(Engine *e);
+
+// Queues a request (thread-safe). Returns its id (> 0), or 0 with err when it can never run:
+// an empty prompt, prompt + max_tokens beyond max_model_len, more KV than the whole cache, an id
+// outside the vocabulary. The caller turns that into HTTP 400.
+uint64_t engine_submit(Engine *e, const EngineRequestParams *p, char *err, size_t err_size);
+// Aborts a request (thread-safe; unknown or finished ids are ignored). Its blocks are freed and
+// a FINISH_ABORT event follows.
+void engine_abort(Engine *e, uint64_t request_id);
+
+// Moves up to max_events events into out, waiting up to timeout_ns for the first. One consumer.
+size_t engine_poll_events(Engine *e, TokenEvent *out, size_t max_events, int64_t timeout_ns);
+
+// A consistent snapshot for /metrics (thread-safe).
+void engine_stats(Engine *e, EngineStats *out);
+
+// Stops the engine thread: in-flight requests get FINISH_ABORT. Then engine_destroy frees it.
+void engine_stop(Engine *e);
+void engine_destroy(Engine *e);
+
+#endif
