@@ -12,23 +12,32 @@
 #   BENCH_CPU=N     the CPU every timed process is pinned to (default: the first this process may
 #                   use; empty: no pinning). The CPUs of a shared VM can differ in speed by 2x, so
 #                   compared runs share one.
+#   BENCH_SERVER_CPU=N  the CPU of the server a client benchmark measures against (default: the
+#                   first other CPU this process may use; empty: no pinning)
 set -euo pipefail
 build=${1:?usage: bench.sh BUILD_DIR [SECTION...]}
 shift
 reps=${BENCH_REPS:-5}
-# First CPU in this process's affinity list ("0-1,4" -> 0); empty when taskset is missing.
-first_cpu() {
+# The CPUs in this process's affinity list ("0-1,4" -> 0 1 4), one a line; none without taskset.
+cpu_list() {
   command -v taskset >/dev/null || return 0
-  taskset -cp $$ | sed 's/.*: *//; s/[-,].*//'
+  taskset -cp $$ | sed 's/.*: *//' | tr ',' '\n' |
+    awk -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) print c }'
 }
-cpu=${BENCH_CPU-$(first_cpu)}
+cpu=${BENCH_CPU-$(cpu_list | head -n 1)}
+server_cpu=${BENCH_SERVER_CPU-$(cpu_list | awk -v c="$cpu" '$1 != c { print; exit }')}
 npm_dir=build/npm
-SECTIONS=(tokenizer)
+SECTIONS=(tokenizer client)
 status=0
+
+# The command prefix that pins to CPU $1 (nothing when $1 is empty or taskset is missing).
+pin_prefix() {
+  if [ -n "$1" ] && command -v taskset >/dev/null; then echo "taskset -c $1"; fi
+}
 
 # Runs a timed command pinned to $cpu (unpinned when BENCH_CPU is empty or taskset is missing).
 pinned() {
-  if [ -n "$cpu" ] && command -v taskset >/dev/null; then taskset -c "$cpu" "$@"; else "$@"; fi
+  $(pin_prefix "$cpu") "$@"
 }
 
 # Value of "name value" line $2 in the text $1.
@@ -78,6 +87,96 @@ bench_tokenizer() {
       "a tokenizer bug" >&2
     return 1
   fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# client: the load generator's ceiling. `gptoss-bench mock-server` (one HTTP thread, pinned to
+# $server_cpu) streams completions on loopback, every token an event with a ": t=<ns>" send
+# stamp; tests/bench/bench_client.c (client_run with one event loop, as `bench` runs by default,
+# pinned to $cpu) reads them. Three runs: "ceiling", 1000 streams with the server writing as fast
+# as it can (no TTFT, no ITL; its stamp lags only say how far ahead the server wrote); "paced",
+# one tenth of the 200,000 tokens/s target over the same 1000 streams (20 tokens/s each: ITL
+# 50 ms, the sends spread over one ITL so events come evenly), for the receive lag of the stamps;
+# "paced100", the same 20,000 tokens/s over 100 streams (ITL 5 ms), which costs the server far
+# less. Targets: ceiling >= 200,000 tokens/s, p99 stamp lag < 1 ms when paced. First, "floor":
+# tests/bench/bench_wakeup.c sends bare stamps between the same two CPUs at the paced event rate
+# (every 50 us over loopback TCP, no HTTP), the lag no client could beat on this machine now.
+
+mock_pid=
+mock_url=
+client_out=
+trap 'stop_mock_server' EXIT  # never leave a mock server behind
+
+# Starts mock-server with the flags $@ on a free port, pinned to $server_cpu; sets mock_pid and
+# mock_url (its log: $build/bench/mock-server.log).
+start_mock_server() {
+  local log="$build/bench/mock-server.log"
+  mkdir -p "$build/bench"
+  : >"$log"  # emptied here, so that the wait below cannot read the last server's URL
+  $(pin_prefix "$server_cpu") "$build/bin/gptoss-bench" mock-server --port 0 --threads 1 "$@" \
+    >"$log" 2>&1 &
+  mock_pid=$!
+  for _ in $(seq 200); do
+    mock_url=$(sed -n 's/^mock-server listening on //p' "$log")
+    [ -n "$mock_url" ] && return 0
+    kill -0 "$mock_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "bench: mock-server did not start: $(cat "$log")" >&2
+  stop_mock_server
+  return 1
+}
+
+# CPU seconds (user + system) the running mock server has used, from /proc.
+mock_cpu_s() {
+  awk -v tck="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / tck }' "/proc/$mock_pid/stat"
+}
+
+stop_mock_server() {
+  [ -n "$mock_pid" ] || return 0
+  kill "$mock_pid" 2>/dev/null || true
+  wait "$mock_pid" 2>/dev/null || true
+  mock_pid=
+}
+
+# One client run against a fresh mock server: $1 the run's name, $2 the server's timing flags,
+# then bench_client's NUM_STREAMS OUTPUT_LEN SPREAD_MS. Sets client_out to bench_client's lines
+# plus the server's CPU seconds and busy fraction of its core (over the client's wall time).
+client_run_one() {
+  local run=$1 server_s
+  local -a flags
+  read -ra flags <<<"$2"
+  shift 2
+  start_mock_server "${flags[@]}" || return 1
+  client_out=$(pinned "$build/bench/bench_client" "$mock_url" "$@") ||
+    { stop_mock_server; return 1; }
+  server_s=$(mock_cpu_s)
+  stop_mock_server
+  client_out+=$'\n'$(awk -v s="$server_s" -v w="$(field "$client_out" wall_s)" \
+    'BEGIN { printf "server_cpu_s %.3f\nserver_cpu_busy %.2f\n", s, s / w }')
+  prefixed "client.$run" "$client_out"
+}
+
+bench_client() {
+  local b tokens_per_s p99_ms p99_100_ms
+  for b in bench_client bench_wakeup; do
+    [ -x "$build/bench/$b" ] ||
+      { echo "bench: $build/bench/$b is not built; run make bench" >&2; return 1; }
+  done
+  echo "== client: streaming completions on loopback, client on CPU ${cpu:-any}," \
+    "mock-server on CPU ${server_cpu:-any}"
+  client_out=$("$build/bench/bench_wakeup" "${cpu:--1}" "${server_cpu:--1}" 40000 50) || return 1
+  prefixed client.floor "$client_out"
+  client_run_one ceiling "--ttft-ms 0 --itl-ms 0" 1000 2000 0 || return 1
+  tokens_per_s=$(field "$client_out" tokens_per_s)
+  client_run_one paced "--ttft-ms 0 --itl-ms 50" 1000 200 50 || return 1
+  p99_ms=$(field "$client_out" stamp_lag_p99_ms)
+  client_run_one paced100 "--ttft-ms 0 --itl-ms 5" 100 1000 5 || return 1
+  p99_100_ms=$(field "$client_out" stamp_lag_p99_ms)
+  awk -v t="$tokens_per_s" -v l="$p99_ms" -v m="$p99_100_ms" 'BEGIN {
+    printf "client.ceiling_target_met %s\n", (t >= 200000 ? "yes" : "no")
+    printf "client.paced_lag_target_met %s\n", (l < 1 ? "yes" : "no")
+    printf "client.paced100_lag_target_met %s\n", (m < 1 ? "yes" : "no") }'
 }
 
 # ---------------------------------------------------------------------------------------------

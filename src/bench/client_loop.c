@@ -185,7 +185,8 @@ static void transfer_start(ClientLoop *l, size_t i) {
   // It could have gone at its intended time, or when the slot it takes freed if it had to wait.
   r->ready_ns = l->intended_ns[i];
   if (l->cap && l->slot_freed_ns > r->ready_ns) r->ready_ns = l->slot_freed_ns;
-  oai_stream_begin(&t->stream, l->o->endpoint, r, l->reqs[i].expected_output_len, &l->json);
+  oai_stream_begin(&t->stream, l->o->endpoint, r, l->reqs[i].expected_output_len, &l->json,
+                   &l->stamp_lags);
   CHECK(curl_multi_add_handle(l->multi, t->easy) == CURLM_OK);
   l->num_in_flight++;
   unsigned now_in = atomic_fetch_add(&l->shared->in_flight, 1) + 1;
@@ -198,10 +199,6 @@ static void transfer_finish(ClientLoop *l, Transfer *t, CURLcode rc) {
   RequestResult *r = &l->results[t->index];
   oai_stream_end(&t->stream, rc == CURLE_OK && t->http_status == 200, clock_now_ns());
   classify(l, t, rc, r);
-  l->num_stamped += t->stream.num_stamped;
-  l->stamp_lag_sum_ns += t->stream.stamp_lag_sum_ns;
-  if (t->stream.stamp_lag_max_ns > l->stamp_lag_max_ns)
-    l->stamp_lag_max_ns = t->stream.stamp_lag_max_ns;
   cJSON_free(t->body);
   t->body = NULL;
   t->next_free = l->free_transfers;

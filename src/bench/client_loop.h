@@ -13,6 +13,7 @@
 #include "bench/bench_types.h"
 #include "bench/http_client.h"
 #include "bench/json_scratch.h"
+#include "bench/loghist.h"
 
 typedef struct {  // shared by every loop of one run
   atomic_uint in_flight;
@@ -45,9 +46,7 @@ typedef struct {
   Transfer *free_transfers;
   Transfer *all_transfers;
   JsonScratch json;    // the arena every stream of this loop parses its events in
-  size_t num_stamped;  // events with a server send stamp, and their receive lag
-  int64_t stamp_lag_sum_ns;
-  int64_t stamp_lag_max_ns;
+  LogHist stamp_lags;  // receive lag of the events that carried a server send stamp
   char error[256];  // non-empty: the loop could not go on
 } ClientLoop;
 

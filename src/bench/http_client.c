@@ -40,16 +40,15 @@ static bool run_loops(ClientLoop *loops, uint32_t num_loops, char *err, size_t e
 
 static void sum_stats(const ClientLoop *loops, uint32_t num_loops, const ClientShared *shared,
                       ClientStats *stats) {
-  *stats = (ClientStats){.peak_in_flight = atomic_load(&shared->peak)};
-  int64_t lag_sum = 0;
-  for (uint32_t i = 0; i < num_loops; i++) {
-    stats->num_stamped_events += loops[i].num_stamped;
-    lag_sum += loops[i].stamp_lag_sum_ns;
-    if (loops[i].stamp_lag_max_ns > stats->max_stamp_lag_ns)
-      stats->max_stamp_lag_ns = loops[i].stamp_lag_max_ns;
-  }
-  if (stats->num_stamped_events)
-    stats->mean_stamp_lag_ns = lag_sum / (int64_t)stats->num_stamped_events;
+  LogHist *lags = xcalloc(1, sizeof *lags);
+  for (uint32_t i = 0; i < num_loops; i++) loghist_merge(lags, &loops[i].stamp_lags);
+  *stats = (ClientStats){.peak_in_flight = atomic_load(&shared->peak),
+                         .num_stamped_events = lags->num,
+                         .mean_stamp_lag_ns = loghist_mean(lags),
+                         .p50_stamp_lag_ns = loghist_percentile(lags, 50),
+                         .p99_stamp_lag_ns = loghist_percentile(lags, 99),
+                         .max_stamp_lag_ns = lags->max};
+  free(lags);
 }
 
 // Requests a run that stopped early never finished: failed, with the run's error.

@@ -49,6 +49,8 @@ typedef struct {
   uint32_t peak_in_flight;    // most requests in flight at once, client side
   size_t num_stamped_events;  // events preceded by a server send stamp (": t=<ns>", mock-server)
   int64_t mean_stamp_lag_ns;  // receive time - server send stamp, over those events
+  int64_t p50_stamp_lag_ns;   // percentiles within 3.1% (loghist.h)
+  int64_t p99_stamp_lag_ns;
   int64_t max_stamp_lag_ns;
 } ClientStats;
 

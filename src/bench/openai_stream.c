@@ -15,9 +15,10 @@ static const char NO_CHUNK_ERROR[] =
     "Never received a valid chunk to calculate TTFT.This response will be marked as failed!";
 
 void oai_stream_begin(OaiStream *s, EndpointType endpoint, RequestResult *out,
-                      size_t expected_events, JsonScratch *json) {
+                      size_t expected_events, JsonScratch *json, LogHist *stamp_lags) {
   s->endpoint = endpoint;
   s->json = json;
+  s->stamp_lags = stamp_lags;
   s->out = out;
   s->itl_cap = expected_events;
   out->itl_ns = expected_events ? xmalloc(expected_events * sizeof *out->itl_ns) : NULL;
@@ -30,8 +31,6 @@ void oai_stream_begin(OaiStream *s, EndpointType endpoint, RequestResult *out,
   free(s->error);
   s->error = NULL;
   s->stamp_ns = 0;
-  s->num_stamped = 0;
-  s->stamp_lag_sum_ns = s->stamp_lag_max_ns = 0;
 }
 
 static void add_itl(OaiStream *s, int64_t gap_ns) {
@@ -53,10 +52,7 @@ static const char *choice_text(EndpointType endpoint, const cJSON *choice) {
 
 static void take_stamp(OaiStream *s, int64_t now_ns) {
   if (!s->stamp_ns) return;
-  int64_t lag = now_ns - s->stamp_ns;
-  s->num_stamped++;
-  s->stamp_lag_sum_ns += lag;
-  if (lag > s->stamp_lag_max_ns) s->stamp_lag_max_ns = lag;
+  loghist_add(s->stamp_lags, now_ns - s->stamp_ns);
   s->stamp_ns = 0;
 }
 

@@ -14,31 +14,31 @@
 #include "bench/bench_types.h"
 #include "bench/http_client.h"
 #include "bench/json_scratch.h"
+#include "bench/loghist.h"
 #include "bench/sse.h"
 #include "common/buf.h"
 
 // Reusable across requests: zero-initialise once, oai_stream_begin per request.
 typedef struct {
   EndpointType endpoint;
-  RequestResult *out;  // where ttft_ns, itl_ns, output_tokens go as events arrive
-  size_t itl_cap;      // capacity of out->itl_ns
-  int64_t last_ns;     // vLLM's most_recent_timestamp
-  bool got_choices;    // an event with non-empty choices has arrived
+  RequestResult *out;   // where ttft_ns, itl_ns, output_tokens go as events arrive
+  size_t itl_cap;       // capacity of out->itl_ns
+  int64_t last_ns;      // vLLM's most_recent_timestamp
+  bool got_choices;     // an event with non-empty choices has arrived
   SseParser sse;
-  JsonScratch *json;   // the reading thread's parse arena (shared by its streams)
-  Buf text;            // generated text so far
-  char *error;         // why the stream is unreadable (malformed JSON), or NULL
-  int64_t stamp_ns;    // the server's ": t=<ns>" stamp awaiting its event, or 0
-  size_t num_stamped;  // events that had a stamp, with the summed and largest receive lag
-  int64_t stamp_lag_sum_ns;
-  int64_t stamp_lag_max_ns;
+  JsonScratch *json;    // the reading thread's parse arena (shared by its streams)
+  Buf text;             // generated text so far
+  char *error;          // why the stream is unreadable (malformed JSON), or NULL
+  int64_t stamp_ns;     // the server's ": t=<ns>" stamp awaiting its event, or 0
+  LogHist *stamp_lags;  // the reading thread's: receive time - stamp of each stamped event
 } OaiStream;
 
 // Starts reading the answer to a request sent at out->start_ns; expected_events sizes the ITL
 // array up front (max_tokens is a good guess). json: the calling thread's JSON arena, used by
-// every stream that thread reads.
+// every stream that thread reads; stamp_lags: where that thread counts the receive lag of events
+// that carry a server send stamp.
 void oai_stream_begin(OaiStream *s, EndpointType endpoint, RequestResult *out,
-                      size_t expected_events, JsonScratch *json);
+                      size_t expected_events, JsonScratch *json, LogHist *stamp_lags);
 
 // Feeds bytes received at now_ns. False when the stream is malformed (s->error says why); the
 // caller should stop reading it.

@@ -150,6 +150,8 @@ static void test_completions_timing_and_tokens(void **state) {
   assert_int_equal(stats.peak_in_flight, 1);
   assert_int_equal(stats.num_stamped_events, 4 * (20 + 2));  // tokens, usage, [DONE]
   assert_true(stats.mean_stamp_lag_ns < 5 * MS);
+  assert_true(stats.p50_stamp_lag_ns <= stats.p99_stamp_lag_ns);
+  assert_true(stats.p99_stamp_lag_ns <= stats.max_stamp_lag_ns);
   run_free(&r);
 }
 

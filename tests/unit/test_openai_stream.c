@@ -37,8 +37,9 @@ static void test_completions(void **state) {
   (void)state;
   OaiStream s = {0};
   JsonScratch json = {0};
+  LogHist lags = {0};
   RequestResult r = {.start_ns = 1000};
-  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json);
+  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json, &lags);
   feed(&s, completion("Hello"), 1100);
   feed(&s, completion(""), 1150);  // an empty text still counts as an event
   feed(&s, completion(" world"), 1190);
@@ -64,9 +65,10 @@ static void test_chat(void **state) {
   (void)state;
   OaiStream s = {0};
   JsonScratch json = {0};
+  LogHist lags = {0};
   RequestResult r = {.start_ns = 0};
-  oai_stream_begin(&s, ENDPOINT_CHAT, &r, 0, &json);  // no preallocation: the ITL array grows
-  Buf both = {0};                                     // role chunk and first content in one read
+  oai_stream_begin(&s, ENDPOINT_CHAT, &r, 0, &json, &lags);  // no preallocation: ITLs grow
+  Buf both = {0};  // role chunk and first content in one read
   buf_append_str(&both, chat("{\"role\":\"assistant\",\"content\":\"\"}"));
   buf_append_str(&both, chat("{\"content\":\"Hi\"}"));
   feed(&s, both.data, 100);
@@ -94,8 +96,9 @@ static void test_no_choices(void **state) {
   (void)state;
   OaiStream s = {0};
   JsonScratch json = {0};
+  LogHist lags = {0};
   RequestResult r = {.start_ns = 0};
-  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json);
+  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json, &lags);
   feed(&s, USAGE, 10);
   feed(&s, DONE, 20);
   oai_stream_end(&s, true, 30);
@@ -110,7 +113,7 @@ static void test_no_choices(void **state) {
 
   // chat counts any finished 200 stream as a success, even an empty one (as vLLM does)
   r = (RequestResult){.start_ns = 0};
-  oai_stream_begin(&s, ENDPOINT_CHAT, &r, 4, &json);
+  oai_stream_begin(&s, ENDPOINT_CHAT, &r, 4, &json, &lags);
   oai_stream_end(&s, true, 30);
   assert_true(r.success);
   assert_int_equal(r.num_itl, 0);
@@ -124,8 +127,9 @@ static void test_malformed(void **state) {
   (void)state;
   OaiStream s = {0};
   JsonScratch json = {0};
+  LogHist lags = {0};
   RequestResult r = {.start_ns = 0};
-  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json);
+  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json, &lags);
   feed(&s, completion("a"), 10);
   assert_false(oai_stream_feed(&s, "data: {not json\n\n", 17, 20));
   assert_false(oai_stream_feed(&s, completion("b"), 2, 30));  // stays broken
@@ -137,8 +141,8 @@ static void test_malformed(void **state) {
   request_result_free(&r);
 
   r = (RequestResult){.start_ns = 0};
-  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json);     // the next request starts clean
-  assert_false(oai_stream_feed(&s, "data: [1,2]\n\n", 13, 5));  // JSON, but not an object
+  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json, &lags);  // the next request starts clean
+  assert_false(oai_stream_feed(&s, "data: [1,2]\n\n", 13, 5));    // JSON, but not an object
   oai_stream_end(&s, true, 6);
   assert_int_equal(r.failure, FAILURE_STREAM);
   request_result_free(&r);
@@ -150,8 +154,9 @@ static void test_split_events_take_the_completing_read_time(void **state) {
   (void)state;
   OaiStream s = {0};
   JsonScratch json = {0};
+  LogHist lags = {0};
   RequestResult r = {.start_ns = 0};
-  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json);
+  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json, &lags);
   const char *event = completion("x");
   size_t half = strlen(event) / 2;
   assert_true(oai_stream_feed(&s, event, half, 10));
@@ -167,8 +172,9 @@ static void test_unterminated_last_event(void **state) {
   (void)state;
   OaiStream s = {0};
   JsonScratch json = {0};
+  LogHist lags = {0};
   RequestResult r = {.start_ns = 0};
-  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json);
+  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json, &lags);
   feed(&s, "data: {\"choices\":[{\"text\":\"end\"}]}", 10);
   oai_stream_end(&s, true, 50);  // the body ended cleanly: the last event counts, at the end
   assert_true(r.success);
@@ -177,7 +183,7 @@ static void test_unterminated_last_event(void **state) {
   request_result_free(&r);
 
   r = (RequestResult){.start_ns = 0};
-  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json);
+  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json, &lags);
   feed(&s, "data: {\"choices\":[{\"text\":\"end\"}]}", 10);
   oai_stream_end(&s, false, 50);  // broken off: a partial event is not read
   assert_false(r.success);
@@ -190,17 +196,18 @@ static void test_server_stamps(void **state) {
   (void)state;
   OaiStream s = {0};
   JsonScratch json = {0};
+  LogHist lags = {0};
   RequestResult r = {.start_ns = 0};
-  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json);
+  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json, &lags);
   feed(&s, ": t=1000\n\n", 1005);
   feed(&s, completion("a"), 1010);  // received 10 ns after its stamp
   feed(&s, ": t=2000\n\n", 2001);
   feed(&s, completion("b"), 2030);  // 30 ns
   feed(&s, completion("c"), 2040);  // no stamp: not counted
   oai_stream_end(&s, true, 3000);
-  assert_int_equal(s.num_stamped, 2);
-  assert_int_equal(s.stamp_lag_sum_ns, 40);
-  assert_int_equal(s.stamp_lag_max_ns, 30);
+  assert_int_equal(lags.num, 2);
+  assert_true(lags.sum == 40);
+  assert_int_equal(lags.max, 30);
   request_result_free(&r);
   oai_stream_free(&s);
   json_scratch_free(&json);
