@@ -2,27 +2,45 @@
 # demo.sh: `make demo`. Runs the most complete thing the project has so far and says what it ran.
 # (When the sweep lands, this becomes `gptoss-bench sweep configs/cpu.ini`.)
 set -euo pipefail
-bin="${1:?usage: demo.sh BUILD_DIR}/bin/gptoss-bench"
+build="${1:?usage: demo.sh BUILD_DIR}"
+bench="$build/bin/gptoss-bench"
+engine="$build/bin/gptoss-engine"
 
-echo "== demo: the o200k_harmony tokenizer and GPT-OSS's harmony chat format"
-echo "   (the engine, the load generator and the sweep are not built yet)"
-echo
+echo "== demo 1/3: the o200k_harmony tokenizer and GPT-OSS's harmony chat format"
+echo "-- gptoss-bench tokenize --allow-special on a harmony prompt (default system message + one user message):"
 prompt='<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.
 Knowledge cutoff: 2024-06
 
 Reasoning: medium
 
 # Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|><|start|>user<|message|>What is 2 + 2?<|end|><|start|>assistant'
-echo "-- a harmony prompt (default system message + one user message), as GPT-OSS sees it:"
-printf '%s\n' "$prompt"
-echo
-echo "-- its token ids (gptoss-bench tokenize --allow-special):"
-ids=$(printf '%s' "$prompt" | "$bin" tokenize --allow-special)
+ids=$(printf '%s' "$prompt" | "$bench" tokenize --allow-special)
 echo "$ids" | fold -s -w 100
 echo "   $(echo "$ids" | wc -w) tokens"
 echo
-text='Tokenizers split "naïve café" and 中文 and emoji 🙂 into byte-level BPE pieces.'
-echo "-- o200k_base on: $text"
-ids=$(printf '%s' "$text" | "$bin" tokenize --encoding o200k_base)
-echo "   ids:     $ids"
-echo "   decoded: $(printf '%s' "$ids" | "$bin" tokenize --encoding o200k_base --decode)"
+
+echo "== demo 2/3: gptoss-engine generate: GPT-OSS on the CPU (gpt-oss-tiny, dummy weights)"
+echo "-- gptoss-engine generate --model gpt-oss-tiny --chat 'What is 2 + 2?' --max-tokens 8"
+"$engine" generate --model gpt-oss-tiny --chat 'What is 2 + 2?' --max-tokens 8 |
+  node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const o=JSON.parse(s);
+    console.log("   output ids: " + o.output_ids.join(" "));
+    console.log("   text (random weights, so no meaning): " + JSON.stringify(o.text));
+    console.log("   finish_reason: " + o.finish_reason);})'
+echo
+
+echo "== demo 3/3: gptoss-bench bench (the vLLM bench serve drop-in) against gptoss-bench mock-server"
+echo "   (the engine's HTTP server is not built yet, so a mock with 20 ms TTFT and 5 ms ITL stands in)"
+log=$(mktemp)
+"$bench" mock-server --port 0 --ttft-ms 20 --itl-ms 5 > "$log" 2>&1 &
+mock=$!
+trap 'kill $mock 2>/dev/null; rm -f "$log"' EXIT
+url=
+for _ in $(seq 100); do
+  url=$(sed -n 's/^mock-server listening on //p' "$log")
+  [ -n "$url" ] && break
+  sleep 0.05
+done
+[ -n "$url" ] || { echo "mock-server did not start: $(cat "$log")"; exit 1; }
+echo "-- gptoss-bench bench --base-url $url --dataset-name sharegpt --dataset-path datasets/sharegpt-synth.json --num-prompts 100 --request-rate 50 --max-concurrency 16"
+"$bench" bench --base-url "$url" --dataset-name sharegpt --dataset-path datasets/sharegpt-synth.json \
+  --num-prompts 100 --sharegpt-output-len 32 --request-rate 50 --max-concurrency 16

@@ -85,7 +85,7 @@ static void print_extras(FILE *out, const BenchMetrics *m) {
       print_int(out, FAILURE_INFO[kind].label, (long long)m->num_failed_by_kind[kind]);
   // v0.11's two lines, with its labels and formats (both .2f).
   print_float(out, "Peak output token throughput (tok/s):", m->peak_output_tokens_per_s);
-  print_float(out, "Peak concurrent requests:", (double)m->peak_concurrent_requests);
+  print_int(out, "Peak concurrent requests:", (long long)m->peak_concurrent_requests);
   print_float(out, "Mean schedule lag (ms):", m->mean_lag_ms);
   print_float(out, "P99 schedule lag (ms):", m->p99_lag_ms);
   print_float(out, "Max schedule lag (ms):", m->max_lag_ms);
