@@ -4,6 +4,7 @@
 
 #include "common/check.h"
 #include "cli/generate_cmd.h"
+#include "cli/serve_cmd.h"
 
 typedef struct {
   const char *name;
@@ -12,6 +13,7 @@ typedef struct {
 } Subcommand;
 
 static const Subcommand SUBCOMMANDS[] = {
+    {"serve", serve_cmd_main, "OpenAI-compatible server (flags compatible with vllm serve)"},
     {"generate", generate_cmd_main, "offline generation of one prompt (JSON line out)"},
 };
 

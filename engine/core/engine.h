@@ -55,7 +55,8 @@ typedef struct {
   uint64_t num_generation_tokens;  // sampled so far
   uint64_t num_preemptions;
   uint64_t num_steps;
-  uint64_t step_time_buckets[16];  // step wall time histogram: bucket i counts steps under 2^i * 100 us
+  uint64_t step_time_buckets[16];  // steps by wall time: bucket 0 under 100 us, bucket i in
+                                   // [2^(i-1), 2^i) * 100 us, bucket 15 everything longer
   double step_time_sum_s;
 } EngineStats;
 

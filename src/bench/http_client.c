@@ -10,7 +10,7 @@
 
 #include "bench/client_internal.h"
 #include "bench/client_loop.h"
-#include "bench/fd_limit.h"
+#include "common/fd_limit.h"
 #include "common/check.h"
 
 static void *loop_thread(void *arg) {

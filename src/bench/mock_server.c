@@ -7,7 +7,6 @@
 
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
-#include <netdb.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 #include "common/buf.h"
 #include "common/check.h"
 #include "common/clock.h"
+#include "common/http_server.h"
 
 enum { DEFAULT_MAX_TOKENS = 16, READ_BLOCK = 16 * 1024, STOP_GRACE_MS = 2000 };
 
@@ -79,36 +79,6 @@ static void count_departure(MockRequest *r) {
 
 // ---- answers --------------------------------------------------------------------------------
 
-static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status,
-                               const char *content_type, const char *body) {
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-  MHD_add_response_header(resp, "Content-Type", content_type);
-  enum MHD_Result ret = MHD_queue_response(conn, status, resp);
-  MHD_destroy_response(resp);
-  return ret;
-}
-
-static enum MHD_Result respond_json(struct MHD_Connection *conn, unsigned status, cJSON *root) {
-  char *text = cJSON_PrintUnformatted(root);
-  cJSON_Delete(root);
-  enum MHD_Result ret = respond(conn, status, "application/json", text);
-  cJSON_free(text);
-  return ret;
-}
-
-// vLLM's error body: {"object": "error", "message", "type", "param", "code"}.
-static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned status, const char *type,
-                                     const char *message) {
-  cJSON *root = cJSON_CreateObject();
-  cJSON_AddStringToObject(root, "object", "error");
-  cJSON_AddStringToObject(root, "message", message);
-  cJSON_AddStringToObject(root, "type", type);
-  cJSON_AddNullToObject(root, "param");
-  cJSON_AddNumberToObject(root, "code", status);
-  return respond_json(conn, status, root);
-}
-
 static enum MHD_Result respond_models(MockServer *s, struct MHD_Connection *conn) {
   cJSON *model = cJSON_CreateObject();
   cJSON_AddStringToObject(model, "id", s->model);
@@ -118,7 +88,7 @@ static enum MHD_Result respond_models(MockServer *s, struct MHD_Connection *conn
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "object", "list");
   cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "data"), model);
-  return respond_json(conn, 200, root);
+  return http_reply_json(conn, 200, root);
 }
 
 static enum MHD_Result respond_stats(MockServer *s, struct MHD_Connection *conn) {
@@ -130,7 +100,7 @@ static enum MHD_Result respond_stats(MockServer *s, struct MHD_Connection *conn)
   cJSON_AddNumberToObject(root, "num_cut", (double)st.num_cut);
   cJSON_AddNumberToObject(root, "in_flight", st.in_flight);
   cJSON_AddNumberToObject(root, "max_in_flight", st.max_in_flight);
-  return respond_json(conn, 200, root);
+  return http_reply_json(conn, 200, root);
 }
 
 // MHD asks for the next bytes of a stream: hand out what was produced, produce what is due, or
@@ -215,16 +185,17 @@ static enum MHD_Result answer_completion(MockServer *s, MockRequest *r) {
   cJSON_Delete(req);
   if (!is_object || !streamed) {
     count_departure(r);
-    return respond_error(r->conn, 400, "BadRequestError",
-                         is_object ? "mock-server answers only stream=true requests"
-                                   : "the request body is not a JSON object");
+    return http_reply_error(r->conn, 400, "BadRequestError",
+                            is_object ? "mock-server answers only stream=true requests"
+                                      : "the request body is not a JSON object",
+                            NULL);
   }
   plan.number = atomic_fetch_add(&s->num_requests, 1);
   if (draws_error(s, plan.number)) {
     atomic_fetch_add(&s->num_errors, 1);
     count_departure(r);
-    return respond_error(r->conn, (unsigned)s->o.error_status, "InternalServerError",
-                         "mock-server: injected error");
+    return http_reply_error(r->conn, (unsigned)s->o.error_status, "InternalServerError",
+                            "mock-server: injected error", NULL);
   }
   mock_stream_init(&r->stream, &plan);
   struct MHD_Response *resp =
@@ -256,7 +227,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   bool chat = strcmp(url, "/v1/chat/completions") == 0;
   if (chat || strcmp(url, "/v1/completions") == 0) {
     if (strcmp(method, "POST") != 0)
-      return respond_error(conn, 405, "MethodNotAllowed", "use POST");
+      return http_reply_error(conn, 405, "MethodNotAllowed", "use POST", NULL);
     r = xcalloc(1, sizeof *r);
     *r = (MockRequest){.server = s, .conn = conn, .chat = chat};
     atomic_fetch_add(&s->num_live, 1);
@@ -264,10 +235,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     *con_cls = r;
     return MHD_YES;
   }
-  if (get && strcmp(url, "/health") == 0) return respond(conn, 200, "text/plain", "");
+  if (get && strcmp(url, "/health") == 0) return http_reply(conn, 200, "text/plain", "", 0);
   if (get && strcmp(url, "/v1/models") == 0) return respond_models(s, conn);
   if (get && strcmp(url, "/mock/stats") == 0) return respond_stats(s, conn);
-  return respond_error(conn, 404, "NotFoundError", "mock-server has no such route");
+  return http_reply_error(conn, 404, "NotFoundError", "mock-server has no such route", NULL);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -301,33 +272,15 @@ static bool check_options(const MockOptions *o, char *err, size_t err_size) {
 }
 
 static bool start_daemon(MockServer *s, char *err, size_t err_size) {
-  struct addrinfo hints = {
-      .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
-  struct addrinfo *addr = NULL;
-  char port[8];
-  snprintf(port, sizeof port, "%u", s->o.port);
-  int rc = getaddrinfo(s->o.host, port, &hints, &addr);
-  if (rc != 0) {
-    snprintf(err, err_size, "mock-server: cannot resolve host '%s': %s", s->o.host,
-             gai_strerror(rc));
-    return false;
-  }
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                   (addr->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-  s->daemon = MHD_start_daemon(flags, s->o.port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-                               addr->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                               MHD_OPTION_THREAD_POOL_SIZE,
-                               (unsigned)(s->o.num_threads > 1 ? s->o.num_threads : 0),
-                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)100000, MHD_OPTION_END);
-  freeaddrinfo(addr);
-  if (!s->daemon) {
-    snprintf(err, err_size, "mock-server: cannot listen on %s:%u (port in use?)", s->o.host,
-             s->o.port);
-    return false;
-  }
-  const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-  s->port = info ? info->port : s->o.port;
-  return true;
+  HttpListenOptions listen = {.who = "mock-server",
+                              .host = s->o.host,
+                              .port = s->o.port,
+                              .num_threads = s->o.num_threads,
+                              .on_request = on_request,
+                              .on_completed = on_completed,
+                              .cls = s};
+  s->daemon = http_listen(&listen, &s->port, err, err_size);
+  return s->daemon != NULL;
 }
 
 MockServer *mock_server_start(const MockOptions *o, char *err, size_t err_size) {

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/fd_limit.h"
+#include "common/fd_limit.h"
 #include "bench/mock_server.h"
 #include "common/check.h"
 

@@ -1,5 +1,5 @@
 // fd_limit.c: the soft open-file limit, raised up to the hard one. Never lowers it.
-#include "bench/fd_limit.h"
+#include "common/fd_limit.h"
 
 #include <sys/resource.h>
 

@@ -1,7 +1,7 @@
 // fd_limit.h: raising this process's open-file limit for thousands of concurrent connections
-// (the client's sockets, mock-server's connections). Changes nothing else.
-#ifndef GB_BENCH_FD_LIMIT_H
-#define GB_BENCH_FD_LIMIT_H
+// (the load generator's sockets, the servers' connections). Changes nothing else.
+#ifndef GB_COMMON_FD_LIMIT_H
+#define GB_COMMON_FD_LIMIT_H
 
 #include <stddef.h>
 

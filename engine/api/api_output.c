@@ -1,0 +1,193 @@
+// api_output.c: chunk and body writers. Stream chunks are written from a per-request prefix and
+// fixed ASCII with the text JSON-escaped in place, so a token costs no allocation once the
+// buffers have grown; whole answers (one per request) are built with cJSON. Must not block.
+#include "api/api_output.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api/api_error.h"
+
+void api_output_init(ApiOutput *o, const ApiOutputInfo *info) {
+  *o = (ApiOutput){.info = *info};
+  harmony_parser_init(&o->parser);
+  if (!info->stream) return;
+  cJSON *model = cJSON_CreateString(info->model);
+  char *model_json = cJSON_PrintUnformatted(model);
+  cJSON_Delete(model);
+  buf_printf(&o->prefix,
+             "{\"id\":\"%s-%llu\",\"object\":\"%s\",\"created\":%lld,\"model\":%s,"
+             "\"choices\":",
+             info->chat ? "chatcmpl" : "cmpl", (unsigned long long)info->request_id,
+             info->chat ? "chat.completion.chunk" : "text_completion", (long long)info->created,
+             model_json);
+  cJSON_free(model_json);
+}
+
+void api_output_free(ApiOutput *o) {
+  harmony_parser_free(&o->parser);
+  buf_free(&o->prefix);
+  buf_free(&o->delta);
+  buf_free(&o->content);
+  buf_free(&o->reasoning);
+}
+
+// s[0..n) as a JSON string, quotes included (valid UTF-8 passes through unescaped).
+static void json_string(Buf *out, const char *s, size_t n) {
+  static const char HEX[] = "0123456789abcdef";
+  buf_reserve(out, 6 * n + 2);
+  buf_append_byte(out, '"');
+  for (size_t i = 0; i < n; i++) {
+    uint8_t c = (uint8_t)s[i];
+    if (c == '"' || c == '\\') {
+      buf_append_byte(out, '\\');
+      buf_append_byte(out, c);
+    } else if (c == '\n') {
+      buf_append_str(out, "\\n");
+    } else if (c < 0x20) {
+      char esc[7] = {'\\', 'u', '0', '0', HEX[c >> 4], HEX[c & 15], 0};
+      buf_append_str(out, esc);
+    } else {
+      buf_append_byte(out, c);
+    }
+  }
+  buf_append_byte(out, '"');
+}
+
+static const char *finish_name(FinishReason f) {
+  return f == FINISH_STOP ? "stop" : f == FINISH_LENGTH ? "length" : NULL;
+}
+
+// The text ev adds, into o->delta; true when it belongs to reasoning_content.
+static bool event_text(ApiOutput *o, const TokenEvent *ev) {
+  buf_clear(&o->delta);
+  bool last = ev->finish != FINISH_NONE;
+  if (o->info.chat) {
+    if (ev->has_token) harmony_parser_push(&o->parser, o->info.t, ev->token_id, &o->delta);
+    if (last) stream_decoder_flush(&o->parser.decoder, &o->delta);
+    return strcmp(o->parser.channel, "analysis") == 0;
+  }
+  if (ev->has_token && !tok_is_special(o->info.t, ev->token_id))
+    stream_decoder_push(&o->decoder, o->info.t, ev->token_id, &o->delta);
+  if (last) stream_decoder_flush(&o->decoder, &o->delta);
+  return false;
+}
+
+static void begin_chunk(const ApiOutput *o, Buf *out) {
+  buf_append_str(out, "data: ");
+  buf_append(out, o->prefix.data, o->prefix.len);
+}
+
+static void token_chunk(ApiOutput *o, const TokenEvent *ev, Buf *out) {
+  bool reasoning = event_text(o, ev);
+  begin_chunk(o, out);
+  if (o->info.chat)
+    buf_printf(out,
+               "[{\"index\":0,\"delta\":{\"%s\":", reasoning ? "reasoning_content" : "content");
+  else
+    buf_append_str(out, "[{\"index\":0,\"text\":");
+  json_string(out, o->delta.data, o->delta.len);
+  const char *finish = finish_name(ev->finish);
+  buf_printf(out, "%s,\"logprobs\":null,\"finish_reason\":%s%s%s}]}\n\n", o->info.chat ? "}" : "",
+             finish ? "\"" : "", finish ? finish : "null", finish ? "\"" : "");
+}
+
+// The body that tells a client its request was aborted (the server is stopping).
+static cJSON *aborted_body(void) {
+  ApiError e;
+  api_error(&e, 503, NULL, "the request was aborted: the server is stopping");
+  return api_error_body(&e);
+}
+
+static void stream_event(ApiOutput *o, const TokenEvent *ev, Buf *out) {
+  if (ev->finish == FINISH_ABORT) {
+    cJSON *body = aborted_body();
+    char *text = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    buf_printf(out, "data: %s\n\ndata: [DONE]\n\n", text);
+    cJSON_free(text);
+    return;
+  }
+  if (o->info.chat && !o->sent_role) {
+    begin_chunk(o, out);
+    buf_append_str(out,
+                   "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+                   "\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+    o->sent_role = true;
+  }
+  token_chunk(o, ev, out);
+  if (ev->finish == FINISH_NONE) return;
+  if (o->info.include_usage) {
+    begin_chunk(o, out);
+    buf_printf(out,
+               "[],\"usage\":{\"prompt_tokens\":%u,\"total_tokens\":%llu,"
+               "\"completion_tokens\":%u}}\n\n",
+               ev->num_prompt_tokens,
+               (unsigned long long)ev->num_prompt_tokens + ev->num_output_tokens,
+               ev->num_output_tokens);
+  }
+  buf_append_str(out, "data: [DONE]\n\n");
+}
+
+static cJSON *usage_json(const TokenEvent *ev) {
+  cJSON *usage = cJSON_CreateObject();
+  cJSON_AddNumberToObject(usage, "prompt_tokens", ev->num_prompt_tokens);
+  cJSON_AddNumberToObject(usage, "total_tokens",
+                          (double)ev->num_prompt_tokens + ev->num_output_tokens);
+  cJSON_AddNumberToObject(usage, "completion_tokens", ev->num_output_tokens);
+  return usage;
+}
+
+// The whole answer once the last event is in.
+static cJSON *whole_body(const ApiOutput *o, const TokenEvent *ev) {
+  const ApiOutputInfo *info = &o->info;
+  char id[48];
+  snprintf(id, sizeof id, "%s-%llu", info->chat ? "chatcmpl" : "cmpl",
+           (unsigned long long)info->request_id);
+  cJSON *choice = cJSON_CreateObject();
+  cJSON_AddNumberToObject(choice, "index", 0);
+  const char *content = o->content.data ? o->content.data : "";
+  if (info->chat) {
+    cJSON *message = cJSON_AddObjectToObject(choice, "message");
+    cJSON_AddStringToObject(message, "role", "assistant");
+    cJSON_AddStringToObject(message, "content", content);
+    if (o->reasoning.len)
+      cJSON_AddStringToObject(message, "reasoning_content", o->reasoning.data);
+    else
+      cJSON_AddNullToObject(message, "reasoning_content");
+    cJSON_AddArrayToObject(message, "tool_calls");
+  } else {
+    cJSON_AddStringToObject(choice, "text", content);
+  }
+  cJSON_AddNullToObject(choice, "logprobs");
+  cJSON_AddStringToObject(choice, "finish_reason", finish_name(ev->finish));
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "id", id);
+  cJSON_AddStringToObject(root, "object", info->chat ? "chat.completion" : "text_completion");
+  cJSON_AddNumberToObject(root, "created", (double)info->created);
+  cJSON_AddStringToObject(root, "model", info->model);
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
+  cJSON_AddItemToObject(root, "usage", usage_json(ev));
+  return root;
+}
+
+unsigned api_output_event(ApiOutput *o, const TokenEvent *ev, Buf *out) {
+  if (o->info.stream) {
+    stream_event(o, ev, out);
+    return 200;
+  }
+  bool aborted = ev->finish == FINISH_ABORT;
+  if (!aborted) {
+    bool reasoning = event_text(o, ev);
+    Buf *to = reasoning ? &o->reasoning : &o->content;
+    buf_append(to, o->delta.data, o->delta.len);
+  }
+  if (ev->finish == FINISH_NONE) return 200;
+  cJSON *body = aborted ? aborted_body() : whole_body(o, ev);
+  char *text = cJSON_PrintUnformatted(body);
+  cJSON_Delete(body);
+  buf_append_str(out, text);
+  cJSON_free(text);
+  return aborted ? 503 : 200;
+}

@@ -1,0 +1,180 @@
+// api_request.c: request JSON (cJSON) -> ApiRequest, with OpenAI/vLLM defaults (temperature 1,
+// top_p 1, max_tokens = what max_model_len leaves). Each field is checked for its type and range
+// and named in the error. Must not keep pointers into the parsed JSON.
+#include "api/api_request.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "api/api_chat.h"
+
+// A field absent or null: the default stays.
+static bool absent(const cJSON *v) { return !v || cJSON_IsNull(v); }
+
+// A number field within [lo, hi] (a whole number when whole); false with err otherwise.
+// *out is left alone when the field is absent.
+static bool get_number(const cJSON *req, const char *name, double lo, double hi, bool whole,
+                       double *out, ApiError *err) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, name);
+  if (absent(v)) return true;
+  if (!cJSON_IsNumber(v) || (whole && v->valuedouble != floor(v->valuedouble)))
+    return api_error(err, 400, name, "%s must be %s", name, whole ? "an integer" : "a number");
+  if (!(v->valuedouble >= lo && v->valuedouble <= hi))
+    return api_error(err, 400, name, "%s must be in [%g, %g], got %g", name, lo, hi,
+                     v->valuedouble);
+  *out = v->valuedouble;
+  return true;
+}
+
+static bool get_bool(const cJSON *obj, const char *name, bool *out, ApiError *err) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+  if (absent(v)) return true;
+  if (!cJSON_IsBool(v)) return api_error(err, 400, name, "%s must be true or false", name);
+  *out = cJSON_IsTrue(v);
+  return true;
+}
+
+static bool check_model(const cJSON *req, const char *served, ApiError *err) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "model");
+  if (absent(v)) return true;
+  if (!cJSON_IsString(v)) return api_error(err, 400, "model", "model must be a string");
+  if (strcmp(v->valuestring, served) != 0)
+    return api_error(err, 404, "model", "The model `%.200s` does not exist.", v->valuestring);
+  return true;
+}
+
+// Fields this engine does not implement are refused rather than silently ignored.
+static bool check_unsupported(const cJSON *req, ApiError *err) {
+  double n = 1;
+  if (!get_number(req, "n", 1, 1, true, &n, err)) return false;
+  const cJSON *logprobs = cJSON_GetObjectItemCaseSensitive(req, "logprobs");
+  if (!absent(logprobs) && !cJSON_IsFalse(logprobs))
+    return api_error(err, 400, "logprobs", "logprobs are not supported");
+  const cJSON *stop = cJSON_GetObjectItemCaseSensitive(req, "stop");
+  bool no_stop = absent(stop) || (cJSON_IsString(stop) && stop->valuestring[0] == '\0') ||
+                 (cJSON_IsArray(stop) && cJSON_GetArraySize(stop) == 0);
+  if (!no_stop) return api_error(err, 400, "stop", "stop strings are not supported");
+  return true;
+}
+
+static bool parse_sampling(const cJSON *req, bool chat, const ApiRequestContext *c, ApiRequest *r,
+                           double *max_tokens, ApiError *err) {
+  double temperature = 1, top_p = 1, top_k = -1, seed = 0;
+  *max_tokens = 0;
+  const char *limit =
+      chat && !absent(cJSON_GetObjectItemCaseSensitive(req, "max_completion_tokens"))
+          ? "max_completion_tokens"
+          : "max_tokens";
+  const cJSON *given_seed = cJSON_GetObjectItemCaseSensitive(req, "seed");
+  if (!get_number(req, limit, -INFINITY, INFINITY, true, max_tokens, err)) return false;
+  if (!absent(cJSON_GetObjectItemCaseSensitive(req, limit)) && *max_tokens < 1)
+    return api_error(err, 400, limit, "%s must be at least 1, got %g", limit, *max_tokens);
+  if (*max_tokens > INT_MAX)
+    return api_error(err, 400, limit, "%s must be at most %d", limit, INT_MAX);
+  if (!get_number(req, "temperature", 0, 1e6, false, &temperature, err) ||
+      !get_number(req, "top_p", 0, 1, false, &top_p, err) ||
+      !get_number(req, "top_k", -1, INT_MAX, true, &top_k, err) ||
+      !get_number(req, "seed", -9.2e18, 1.8e19, true, &seed, err))
+    return false;
+  if (top_p <= 0) return api_error(err, 400, "top_p", "top_p must be in (0, 1], got 0");
+  r->params.sampling = (SamplingParams){
+      .temperature = (float)temperature, .top_p = (float)top_p, .top_k = (int)top_k};
+  r->params.seed = absent(given_seed) ? c->default_seed
+                   : seed < 0         ? (uint64_t)(int64_t)seed
+                                      : (uint64_t)seed;
+  return get_bool(req, "ignore_eos", &r->params.ignore_eos, err);
+}
+
+static bool parse_stream(const cJSON *req, ApiRequest *r, ApiError *err) {
+  if (!get_bool(req, "stream", &r->stream, err)) return false;
+  const cJSON *options = cJSON_GetObjectItemCaseSensitive(req, "stream_options");
+  if (absent(options)) return true;
+  if (!cJSON_IsObject(options))
+    return api_error(err, 400, "stream_options", "stream_options must be an object");
+  if (!r->stream)
+    return api_error(err, 400, "stream_options",
+                     "stream_options can only be given when stream is true");
+  return get_bool(options, "include_usage", &r->include_usage, err);
+}
+
+// Token ids: whole numbers inside the vocabulary.
+static bool token_id_prompt(const cJSON *ids, const Tokenizer *t, TokenIds *out, ApiError *err) {
+  size_t i = 0;
+  const cJSON *id;
+  cJSON_ArrayForEach(id, ids) {
+    if (!cJSON_IsNumber(id) || id->valuedouble != floor(id->valuedouble) || id->valuedouble < 0 ||
+        id->valuedouble >= t->vocab_size)
+      return api_error(err, 400, "prompt", "prompt[%zu] is not a token id in [0, %u)", i,
+                       t->vocab_size);
+    token_ids_push(out, (uint32_t)id->valuedouble);
+    i++;
+  }
+  return true;
+}
+
+// Text (encoded without special tokens), token ids, or a list holding one of those.
+static bool completion_prompt(const cJSON *prompt, const Tokenizer *t, bool nested, TokenIds *out,
+                              ApiError *err) {
+  if (cJSON_IsString(prompt)) {
+    tok_encode(t, prompt->valuestring, strlen(prompt->valuestring), false, out);
+    return true;
+  }
+  if (!cJSON_IsArray(prompt))
+    return api_error(err, 400, "prompt", "prompt must be a string or a list of token ids");
+  const cJSON *first = prompt->child;
+  if (!first) return api_error(err, 400, "prompt", "prompt must not be empty");
+  if (cJSON_IsNumber(first)) return token_id_prompt(prompt, t, out, err);
+  if (nested || !(cJSON_IsString(first) || cJSON_IsArray(first)))
+    return api_error(err, 400, "prompt", "prompt must be a string or a list of token ids");
+  if (first->next)
+    return api_error(err, 400, "prompt",
+                     "batched prompts are not supported (send one per request)");
+  return completion_prompt(first, t, true, out, err);
+}
+
+static bool parse_prompt(const cJSON *req, bool chat, const Tokenizer *t, TokenIds *out,
+                         ApiError *err) {
+  const char *name = chat ? "messages" : "prompt";
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, name);
+  if (absent(v)) return api_error(err, 400, name, "%s is required", name);
+  if (!chat) return completion_prompt(v, t, false, out, err);
+  const cJSON *effort = cJSON_GetObjectItemCaseSensitive(req, "reasoning_effort");
+  if (!absent(effort) && !cJSON_IsString(effort))
+    return api_error(err, 400, "reasoning_effort", "reasoning_effort must be a string");
+  return api_chat_render(v, absent(effort) ? NULL : effort->valuestring, t, out, err);
+}
+
+static bool parse_object(ApiRequest *r, const cJSON *req, const ApiRequestContext *c,
+                         ApiError *err) {
+  double max_tokens;
+  if (!check_model(req, c->model, err) || !check_unsupported(req, err) ||
+      !parse_sampling(req, r->chat, c, r, &max_tokens, err) || !parse_stream(req, r, err) ||
+      !parse_prompt(req, r->chat, c->t, &r->prompt, err))
+    return false;
+  long room = (long)c->max_model_len - (long)r->prompt.len;
+  r->params.max_tokens = max_tokens >= 1 ? (int)max_tokens : room > 1 ? (int)room : 1;
+  r->params.prompt_ids = r->prompt.data;
+  r->params.num_prompt_ids = r->prompt.len;
+  return true;
+}
+
+bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, const char *body,
+                       size_t len, ApiError *err) {
+  *r = (ApiRequest){.chat = chat};
+  cJSON *req = cJSON_ParseWithLength(body ? body : "", len);
+  bool ok = cJSON_IsObject(req)
+                ? parse_object(r, req, c, err)
+                : api_error(err, 400, NULL, "the request body is not a JSON object%s",
+                            req ? "" : " (malformed JSON)");
+  cJSON_Delete(req);
+  if (!ok) api_request_free(r);
+  return ok;
+}
+
+void api_request_free(ApiRequest *r) {
+  token_ids_free(&r->prompt);
+  r->params.prompt_ids = NULL;
+  r->params.num_prompt_ids = 0;
+}

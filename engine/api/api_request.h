@@ -1,0 +1,40 @@
+// api_request.h: one completions or chat request body, parsed and validated: the engine's
+// EngineRequestParams (prompt ids rendered or encoded here) and how the answer must be written
+// (stream or whole, usage chunk). Every fault a client can make becomes an ApiError (400, or 404
+// for an unknown model); nothing here talks to the engine or the network.
+#ifndef GE_API_API_REQUEST_H
+#define GE_API_API_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/api_error.h"
+#include "core/engine.h"
+#include "text/token_ids.h"
+#include "text/tokenizer.h"
+
+typedef struct {
+  const char *model;      // the served model name; a request may omit "model" or must name it
+  const Tokenizer *t;     // o200k_harmony
+  int max_model_len;      // for the default max_tokens
+  uint64_t default_seed;  // used when the request has no seed
+} ApiRequestContext;
+
+typedef struct {
+  bool chat;           // /v1/chat/completions (else /v1/completions)
+  bool stream;         // answer as SSE chunks
+  bool include_usage;  // stream_options.include_usage: a usage chunk before [DONE]
+  TokenIds prompt;     // owned; params.prompt_ids points into it
+  EngineRequestParams params;
+} ApiRequest;
+
+// Parses body[len]. Fields: model, max_tokens (chat: max_completion_tokens first), temperature,
+// top_p, top_k, seed, stream, stream_options.include_usage, ignore_eos; chat: messages,
+// reasoning_effort; completions: prompt (text, token ids, or a list of one of those). n != 1,
+// logprobs and stop strings are refused; other fields are ignored. False with err.
+bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, const char *body,
+                       size_t len, ApiError *err);
+void api_request_free(ApiRequest *r);
+
+#endif

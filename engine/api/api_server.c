@@ -1,0 +1,315 @@
+// api_server.c: the server's lifecycle and routing on libmicrohttpd: one internal epoll thread
+// serves every connection; streams wait suspended (api_dispatch.c resumes them), so thousands of
+// streams need no thread each. Owns the routes, the API key check (constant time), the body
+// size limit and per-call state. Must not block an HTTP thread or exit on client input.
+#include "api/api.h"
+
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api_dispatch.h"
+#include "api/api_metrics.h"
+#include "api/api_request.h"
+#include "common/check.h"
+#include "common/clock.h"
+#include "common/http_server.h"
+
+enum {
+  DEFAULT_MAX_BODY = 8 << 20,
+  READ_BLOCK = 16 * 1024,
+  ABORT_GRACE_MS = 3000,    // at stop: for aborted requests' last bytes to go out
+  RELEASE_GRACE_MS = 1000,  // then for connections ended by force
+};
+
+struct ApiServer {
+  ApiOptions o;  // strings owned
+  const Tokenizer *t;
+  ApiHub hub;
+  struct MHD_Daemon *daemon;
+  uint16_t port;
+  unsigned char key_digest[32];  // sha256("Bearer <api key>")
+  int64_t created;               // start time (unix seconds) for /v1/models
+  uint64_t seed_base;            // default seeds: seed_base mixed with a request counter
+  atomic_uint_fast64_t num_calls;
+  atomic_uint num_live;  // ApiCalls allocated
+};
+
+// One completions or chat request on its connection.
+typedef struct {
+  ApiServer *server;
+  bool chat;
+  ApiError error;  // status != 0: answer this once the body is in
+  Buf body;
+  ApiStream *stream;  // once submitted
+} ApiCall;
+
+void api_options_default(ApiOptions *o) {
+  *o = (ApiOptions){.host = "127.0.0.1", .port = 8000, .max_body_bytes = DEFAULT_MAX_BODY};
+}
+
+// ---- answers --------------------------------------------------------------------------------
+
+static enum MHD_Result reply_error(struct MHD_Connection *conn, const ApiError *e) {
+  return http_reply_json(conn, e->status, api_error_body(e));
+}
+
+static enum MHD_Result reply_models(ApiServer *s, struct MHD_Connection *conn) {
+  cJSON *model = cJSON_CreateObject();
+  cJSON_AddStringToObject(model, "id", s->o.served_model_name);
+  cJSON_AddStringToObject(model, "object", "model");
+  cJSON_AddNumberToObject(model, "created", (double)s->created);
+  cJSON_AddStringToObject(model, "owned_by", "gptoss-engine");
+  cJSON_AddStringToObject(model, "root", s->o.served_model_name);
+  cJSON_AddNullToObject(model, "parent");
+  cJSON_AddNumberToObject(model, "max_model_len", s->o.max_model_len);
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "object", "list");
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "data"), model);
+  return http_reply_json(conn, 200, root);
+}
+
+static enum MHD_Result reply_metrics(ApiServer *s, struct MHD_Connection *conn) {
+  EngineStats st;
+  s->hub.engine.stats(s->hub.engine.engine, &st);
+  Buf text = {0};
+  api_metrics_text(&st, s->o.served_model_name, &text);
+  enum MHD_Result ret =
+      http_reply(conn, 200, "text/plain; version=0.0.4; charset=utf-8", text.data, text.len);
+  buf_free(&text);
+  return ret;
+}
+
+static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max) {
+  (void)pos;
+  ApiCall *c = cls;
+  return api_hub_read(&c->server->hub, c->stream, buf, max);
+}
+
+static enum MHD_Result reply_stream(ApiCall *c, struct MHD_Connection *conn) {
+  struct MHD_Response *resp =
+      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, READ_BLOCK, read_stream, c, NULL);
+  MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
+  MHD_add_response_header(resp, "Cache-Control", "no-cache");
+  enum MHD_Result ret = MHD_queue_response(conn, 200, resp);
+  MHD_destroy_response(resp);
+  return ret;
+}
+
+// A whole answer, or (suspended) nothing yet.
+static enum MHD_Result reply_when_finished(ApiCall *c, struct MHD_Connection *conn) {
+  ApiStream *st = c->stream;
+  if (!api_hub_answer_ready(&c->server->hub, st)) return MHD_YES;
+  if (!st->finished) {
+    ApiError e;
+    api_error(&e, 503, NULL, "the server is stopping");
+    return reply_error(conn, &e);
+  }
+  return http_reply(conn, st->status, "application/json", st->bytes.data, st->bytes.len);
+}
+
+// The body is in: parse, submit, and answer (a stream at once; a whole answer when finished).
+static enum MHD_Result submit(ApiServer *s, ApiCall *c, struct MHD_Connection *conn) {
+  uint64_t n = atomic_fetch_add(&s->num_calls, 1);
+  ApiRequestContext ctx = {.model = s->o.served_model_name,
+                           .t = s->t,
+                           .max_model_len = s->o.max_model_len,
+                           .default_seed = s->seed_base ^ (n * 0x9e3779b97f4a7c15ull)};
+  ApiRequest r;
+  ApiError e;
+  bool ok = api_request_parse(&r, &ctx, c->chat, c->body.data, c->body.len, &e);
+  buf_free(&c->body);
+  if (!ok) return reply_error(conn, &e);
+  ApiOutputInfo info = {.chat = r.chat,
+                        .stream = r.stream,
+                        .include_usage = r.include_usage,
+                        .created = (int64_t)time(NULL),
+                        .model = s->o.served_model_name,
+                        .t = s->t};
+  c->stream = api_hub_submit(&s->hub, &r.params, info, conn, &e);
+  api_request_free(&r);
+  if (!c->stream) return reply_error(conn, &e);
+  return info.stream ? reply_stream(c, conn) : reply_when_finished(c, conn);
+}
+
+// ---- requests -------------------------------------------------------------------------------
+
+static bool authorized(const ApiServer *s, struct MHD_Connection *conn) {
+  if (!s->o.api_key) return true;
+  const char *given = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+  unsigned char digest[32];
+  unsigned len = 0;
+  CHECK(EVP_Digest(given ? given : "", given ? strlen(given) : 0, digest, &len, EVP_sha256(),
+                   NULL) == 1 &&
+        len == 32);
+  return CRYPTO_memcmp(digest, s->key_digest, 32) == 0;  // constant time
+}
+
+// First call for a completions route: the call's state, with an error to give once the body is
+// in (answering before it would leave the client's upload unread).
+static ApiCall *begin_call(ApiServer *s, struct MHD_Connection *conn, const char *url,
+                           const char *method, bool chat) {
+  ApiCall *c = xcalloc(1, sizeof *c);
+  *c = (ApiCall){.server = s, .chat = chat};
+  atomic_fetch_add(&s->num_live, 1);
+  const char *length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+  if (strcmp(method, "POST") != 0)
+    api_error(&c->error, 405, NULL, "%s takes POST", url);
+  else if (!authorized(s, conn))
+    api_error(&c->error, 401, NULL, "Incorrect or missing API key");
+  else if (length && strtoull(length, NULL, 10) > s->o.max_body_bytes)
+    api_error(&c->error, 413, NULL, "the request body is larger than %zu bytes",
+              s->o.max_body_bytes);
+  return c;
+}
+
+static void take_upload(ApiServer *s, ApiCall *c, const char *data, size_t n) {
+  if (c->error.status) return;  // discarded
+  if (c->body.len + n > s->o.max_body_bytes) {
+    api_error(&c->error, 413, NULL, "the request body is larger than %zu bytes",
+              s->o.max_body_bytes);
+    buf_free(&c->body);
+    return;
+  }
+  buf_append(&c->body, data, n);
+}
+
+static enum MHD_Result get_route(ApiServer *s, struct MHD_Connection *conn, const char *url,
+                                 const char *method) {
+  bool health = strcmp(url, "/health") == 0, models = strcmp(url, "/v1/models") == 0,
+       metrics = strcmp(url, "/metrics") == 0;
+  ApiError e;
+  if (!health && !models && !metrics) {
+    api_error(&e, 404, NULL, "no route %.100s", url);
+    return reply_error(conn, &e);
+  }
+  if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+    api_error(&e, 405, NULL, "%s takes GET", url);
+    return reply_error(conn, &e);
+  }
+  if (health) return http_reply(conn, 200, "text/plain", "", 0);
+  if (metrics) return reply_metrics(s, conn);
+  if (!authorized(s, conn)) {
+    api_error(&e, 401, NULL, "Incorrect or missing API key");
+    return reply_error(conn, &e);
+  }
+  return reply_models(s, conn);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls) {
+  (void)version;
+  ApiServer *s = cls;
+  ApiCall *c = *con_cls;
+  if (!c) {
+    bool chat = strcmp(url, "/v1/chat/completions") == 0;
+    if (!chat && strcmp(url, "/v1/completions") != 0) return get_route(s, conn, url, method);
+    *con_cls = begin_call(s, conn, url, method, chat);
+    return MHD_YES;
+  }
+  if (*upload_size) {
+    take_upload(s, c, upload_data, *upload_size);
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  if (c->stream) return reply_when_finished(c, conn);  // resumed: the answer may be ready
+  if (c->error.status) return reply_error(conn, &c->error);
+  return submit(s, c, conn);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode why) {
+  (void)conn, (void)why;
+  ApiServer *s = cls;
+  ApiCall *c = *con_cls;
+  if (!c) return;
+  if (c->stream) api_hub_close(&s->hub, c->stream);  // aborts the request if it is unfinished
+  buf_free(&c->body);
+  free(c);
+  *con_cls = NULL;
+  atomic_fetch_sub(&s->num_live, 1);
+}
+
+// ---- start / stop ---------------------------------------------------------------------------
+
+static bool check_options(const ApiOptions *o, const Tokenizer *t, char *err, size_t err_size) {
+  const char *bad = !o->host ? "a host is needed"
+                    : !o->served_model_name || !o->served_model_name[0]
+                        ? "a served model name is needed"
+                    : o->max_body_bytes == 0           ? "the body size limit must be > 0"
+                    : o->max_model_len <= 0            ? "max_model_len must be > 0"
+                    : t->encoding != TOK_O200K_HARMONY ? "the tokenizer must be o200k_harmony"
+                                                       : NULL;
+  if (bad) snprintf(err, err_size, "api: %s", bad);
+  return bad == NULL;
+}
+
+ApiServer *api_start(const ApiOptions *o, const ApiEngine *engine, const Tokenizer *t, char *err,
+                     size_t err_size) {
+  if (!check_options(o, t, err, err_size)) return NULL;
+  ApiServer *s = xcalloc(1, sizeof *s);
+  s->o = *o;
+  s->o.host = xstrdup(o->host);
+  s->o.served_model_name = xstrdup(o->served_model_name);
+  s->o.api_key = o->api_key ? xstrdup(o->api_key) : NULL;
+  s->t = t;
+  s->created = (int64_t)time(NULL);
+  s->seed_base = (uint64_t)clock_now_ns() * 0xbf58476d1ce4e5b9ull;
+  if (o->api_key) {
+    Buf bearer = {0};
+    buf_printf(&bearer, "Bearer %s", o->api_key);
+    unsigned len = 0;
+    CHECK(EVP_Digest(bearer.data, bearer.len, s->key_digest, &len, EVP_sha256(), NULL) == 1);
+    buf_free(&bearer);
+  }
+  if (!api_hub_start(&s->hub, engine)) {
+    snprintf(err, err_size, "api: cannot start the dispatcher thread");
+    api_stop(s);
+    return NULL;
+  }
+  HttpListenOptions listen = {.who = "api",
+                              .host = s->o.host,
+                              .port = o->port,
+                              .num_threads = 1,
+                              .on_request = on_request,
+                              .on_completed = on_completed,
+                              .cls = s};
+  s->daemon = http_listen(&listen, &s->port, err, err_size);
+  if (!s->daemon) {
+    api_stop(s);
+    return NULL;
+  }
+  return s;
+}
+
+uint16_t api_port(const ApiServer *s) { return s->port; }
+
+static void wait_for_calls(ApiServer *s, int max_ms) {
+  for (int i = 0; i < max_ms && atomic_load(&s->num_live); i++)
+    clock_sleep_until_ns(clock_now_ns() + 1000000);
+}
+
+void api_stop(ApiServer *s) {
+  if (s->daemon) {
+    MHD_socket listen_fd = MHD_quiesce_daemon(s->daemon);  // the port is free from here on
+    if (listen_fd != MHD_INVALID_SOCKET) close(listen_fd);
+  }
+  api_hub_abort_all(&s->hub);
+  wait_for_calls(s, ABORT_GRACE_MS);
+  api_hub_release_all(&s->hub);  // MHD must not be stopped with suspended connections
+  wait_for_calls(s, RELEASE_GRACE_MS);
+  api_hub_stop(&s->hub);
+  if (s->daemon) MHD_stop_daemon(s->daemon);
+  api_hub_free(&s->hub);
+  free((char *)s->o.host);
+  free((char *)s->o.served_model_name);
+  free((char *)s->o.api_key);
+  free(s);
+}

@@ -1,0 +1,291 @@
+// serve_cmd.c: `gptoss-engine serve`: vllm-serve-compatible flags -> EngineConfig and ApiOptions,
+// weights and backend, the engine thread and the HTTP server; prints the effective configuration
+// (defaults included) and the KV capacity; on SIGTERM/SIGINT stops accepting, aborts what is in
+// flight and exits 0. Dies with a message naming the flag on bad input, before anything starts.
+#include "cli/serve_cmd.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "backend/cpu/cpu_backend.h"
+#include "common/check.h"
+#include "common/fd_limit.h"
+#include "core/engine.h"
+#include "text/tokenizer.h"
+
+typedef struct {
+  const char *model;
+  const char *host;
+  int port;
+  const char *served_model_name;
+  long max_model_len;           // 0: the model's
+  int max_num_batched_tokens;   // vLLM's CPU default: 2048
+  int max_num_seqs;             // vLLM's CPU default: 128
+  bool async_scheduling;
+  const char *kv_cache_memory;  // bytes ("4GiB", "2000000000") or a fraction of free memory
+  int block_size;
+  const char *load_format;
+  uint64_t seed;
+  const char *device;
+  const char *api_key;
+  const char *attention_backend;
+  int tensor_parallel_size;
+  int pipeline_parallel_size;
+  int num_threads;
+} ServeOptions;
+
+static const char USAGE[] =
+    "usage: gptoss-engine serve MODEL [options]   (or --model MODEL)\n"
+    "  MODEL: a checkpoint folder (config.json + *.safetensors) or, with dummy weights, a preset\n"
+    "         (openai/gpt-oss-120b, openai/gpt-oss-20b, gpt-oss-tiny)\n"
+    "  --host ADDR (127.0.0.1)  --port N (8000)  --served-model-name NAME (MODEL)  --api-key KEY\n"
+    "  --max-model-len N (the model's)  --max-num-batched-tokens N (2048)  --max-num-seqs N (128)\n"
+    "  --async-scheduling  --kv-cache-memory BYTES|FRACTION (0.2 of available memory)\n"
+    "  --block-size N (16)  --load-format auto|safetensors|dummy  --seed N (0)\n"
+    "  --device cpu|cuda|auto (auto)  --attention-backend NAME (or VLLM_ATTENTION_BACKEND)\n"
+    "  -tp/--tensor-parallel-size 1  -pp/--pipeline-parallel-size 1  --threads N (all cores)\n";
+
+static long parse_long(const char *flag, const char *value, long lo, long hi) {
+  char *end;
+  errno = 0;
+  long v = strtol(value, &end, 10);
+  if (end == value || *end || errno || v < lo || v > hi)
+    die("serve: %s '%s' is not an integer from %ld to %ld", flag, value, lo, hi);
+  return v;
+}
+
+// vLLM spells -tp and -pp with one dash; getopt_long_only would then take every -x as long, so
+// they are rewritten to their long names first.
+static void rewrite_short_parallel_flags(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "-tp") == 0) argv[i] = "--tensor-parallel-size";
+    else if (strcmp(argv[i], "-pp") == 0) argv[i] = "--pipeline-parallel-size";
+  }
+}
+
+static ServeOptions parse_options(int argc, char **argv) {
+  ServeOptions o = {.host = "127.0.0.1", .port = 8000, .max_num_batched_tokens = 2048,
+                    .max_num_seqs = 128, .kv_cache_memory = "0.2", .block_size = 16,
+                    .load_format = "auto", .device = "auto", .tensor_parallel_size = 1,
+                    .pipeline_parallel_size = 1};
+  static const struct option longopts[] = {
+      {"model", required_argument, 0, 'm'},
+      {"host", required_argument, 0, 'H'},
+      {"port", required_argument, 0, 'p'},
+      {"served-model-name", required_argument, 0, 'n'},
+      {"max-model-len", required_argument, 0, 'L'},
+      {"max-num-batched-tokens", required_argument, 0, 'B'},
+      {"max-num-seqs", required_argument, 0, 'S'},
+      {"async-scheduling", no_argument, 0, 'a'},
+      {"kv-cache-memory", required_argument, 0, 'k'},
+      {"block-size", required_argument, 0, 'b'},
+      {"load-format", required_argument, 0, 'l'},
+      {"seed", required_argument, 0, 's'},
+      {"device", required_argument, 0, 'd'},
+      {"api-key", required_argument, 0, 'K'},
+      {"attention-backend", required_argument, 0, 'A'},
+      {"tensor-parallel-size", required_argument, 0, 'T'},
+      {"pipeline-parallel-size", required_argument, 0, 'P'},
+      {"threads", required_argument, 0, 'j'},
+      {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  rewrite_short_parallel_flags(argc, argv);
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    switch (c) {
+      case 'm': o.model = optarg; break;
+      case 'H': o.host = optarg; break;
+      case 'p': o.port = (int)parse_long("--port", optarg, 0, 65535); break;
+      case 'n': o.served_model_name = optarg; break;
+      case 'L': o.max_model_len = parse_long("--max-model-len", optarg, 1, 1L << 24); break;
+      case 'B': o.max_num_batched_tokens = (int)parse_long("--max-num-batched-tokens", optarg, 1, 1 << 20); break;
+      case 'S': o.max_num_seqs = (int)parse_long("--max-num-seqs", optarg, 1, 1 << 16); break;
+      case 'a': o.async_scheduling = true; break;
+      case 'k': o.kv_cache_memory = optarg; break;
+      case 'b': o.block_size = (int)parse_long("--block-size", optarg, 1, 1024); break;
+      case 'l': o.load_format = optarg; break;
+      case 's': o.seed = (uint64_t)parse_long("--seed", optarg, 0, __LONG_MAX__); break;
+      case 'd': o.device = optarg; break;
+      case 'K': o.api_key = optarg; break;
+      case 'A': o.attention_backend = optarg; break;
+      case 'T': o.tensor_parallel_size = (int)parse_long("--tensor-parallel-size", optarg, 1, 64); break;
+      case 'P': o.pipeline_parallel_size = (int)parse_long("--pipeline-parallel-size", optarg, 1, 64); break;
+      case 'j': o.num_threads = (int)parse_long("--threads", optarg, 1, 1024); break;
+      case 'h': fputs(USAGE, stdout); exit(0);
+      case ':': die("serve: %s needs a value\n%s", argv[optind - 1], USAGE);
+      default: die("serve: unknown option '%s'\n%s", argv[optind - 1], USAGE);
+    }
+  }
+  if (optind < argc && !o.model) o.model = argv[optind++];
+  if (optind < argc) die("serve: unexpected argument '%s'\n%s", argv[optind], USAGE);
+  if (!o.model) die("serve: give the model (gptoss-engine serve MODEL)\n%s", USAGE);
+  return o;
+}
+
+// Refuses what this engine cannot do, with the reason, before anything is loaded.
+static void check_capabilities(ServeOptions *o) {
+  if (!o->attention_backend) o->attention_backend = getenv("VLLM_ATTENTION_BACKEND");
+  if (o->attention_backend) {
+    static const char *const without_sinks[] = {"FLASHINFER", "XFORMERS", "TORCH_SDPA",
+                                                "FLASH_ATTN_VLLM_V1"};
+    for (size_t i = 0; i < sizeof without_sinks / sizeof *without_sinks; i++)
+      if (strcasecmp(o->attention_backend, without_sinks[i]) == 0)
+        die("serve: attention backend %s does not support attention sinks, which GPT-OSS "
+            "requires (every layer adds a learned sink logit); use the default backend",
+            o->attention_backend);
+    if (strcasecmp(o->attention_backend, "TRITON_ATTN_VLLM_V1") != 0 &&
+        strcasecmp(o->attention_backend, "TRITON_ATTN") != 0 &&
+        strcasecmp(o->attention_backend, "CPU") != 0)
+      die("serve: unknown attention backend '%s' (the built-in one handles sinks: leave it "
+          "unset)", o->attention_backend);
+  }
+  if (o->tensor_parallel_size != 1 || o->pipeline_parallel_size != 1)
+    die("serve: tensor and pipeline parallelism (-tp %d, -pp %d) are not implemented yet; "
+        "use -tp 1 -pp 1", o->tensor_parallel_size, o->pipeline_parallel_size);
+  if (strcmp(o->device, "cuda") == 0)
+    die("serve: --device cuda: this build has no CUDA backend yet; use --device cpu");
+  if (strcmp(o->device, "cpu") != 0 && strcmp(o->device, "auto") != 0)
+    die("serve: --device '%s' is unknown; use cpu, cuda or auto", o->device);
+  if (o->max_num_seqs > o->max_num_batched_tokens)
+    die("serve: --max-num-seqs %d is above --max-num-batched-tokens %d (every running request "
+        "needs at least one token of the step budget)", o->max_num_seqs, o->max_num_batched_tokens);
+}
+
+// --kv-cache-memory: bytes with an optional K/M/G(iB) suffix, or a fraction (0, 1] of the
+// memory available now.
+static size_t kv_cache_bytes(const char *spec) {
+  char *end;
+  errno = 0;
+  double v = strtod(spec, &end);
+  if (end == spec || errno || v <= 0) goto bad;
+  if (*end == '\0' && v <= 1) {
+    struct sysinfo si;
+    CHECK(sysinfo(&si) == 0);
+    return (size_t)(v * (double)si.freeram * si.mem_unit);
+  }
+  double scale = 1;
+  if (*end == 'K' || *end == 'k') scale = 1024.0;
+  else if (*end == 'M' || *end == 'm') scale = 1024.0 * 1024;
+  else if (*end == 'G' || *end == 'g') scale = 1024.0 * 1024 * 1024;
+  else if (*end != '\0') goto bad;
+  if (*end && strcmp(end + 1, "") != 0 && strcasecmp(end + 1, "iB") != 0 && strcasecmp(end + 1, "B") != 0)
+    goto bad;
+  return (size_t)(v * scale);
+bad:
+  die("serve: --kv-cache-memory '%s' is neither a byte count (e.g. 4GiB) nor a fraction in (0, 1]",
+      spec);
+}
+
+static void print_config(const ServeOptions *o, const EngineConfig *c, const char *name,
+                         size_t kv_bytes) {
+  printf("gptoss-engine serve: model %s (served as %s), load format %s, device cpu\n", o->model,
+         name, o->load_format);
+  printf("  host %s  port %d  api key %s\n", o->host, o->port, o->api_key ? "set" : "none");
+  printf("  max-model-len %d  max-num-batched-tokens %d  max-num-seqs %d  async-scheduling %s\n",
+         c->max_model_len, c->max_num_batched_tokens, c->max_num_seqs,
+         c->async_scheduling ? "on" : "off");
+  printf("  block-size %d  kv-cache-memory %.2f GiB: %d blocks = %lld tokens of KV capacity\n",
+         c->block_size, (double)kv_bytes / (1 << 30), c->num_kv_blocks,
+         (long long)c->num_kv_blocks * c->block_size);
+  printf("  attention backend: built-in (sinks, sliding window)  -tp 1  -pp 1  seed %llu\n",
+         (unsigned long long)o->seed);
+  fflush(stdout);
+}
+
+// SIGTERM/SIGINT may land on any thread (OpenBLAS starts its threads before main): the handler
+// only writes the signal's number to a pipe that the main thread waits on.
+static int stop_pipe[2];
+
+static void on_stop_signal(int signal_number) {
+  unsigned char b = (unsigned char)signal_number;
+  ssize_t n = write(stop_pipe[1], &b, 1);
+  (void)n;
+}
+
+static void install_stop_handler(void) {
+  CHECK(pipe(stop_pipe) == 0);
+  struct sigaction sa = {.sa_handler = on_stop_signal};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+static int wait_for_stop_signal(void) {
+  unsigned char b = 0;
+  while (read(stop_pipe[0], &b, 1) < 0 && errno == EINTR) {
+  }
+  return b;
+}
+
+int serve_cmd_main(int argc, char **argv) {
+  ServeOptions o = parse_options(argc, argv);
+  check_capabilities(&o);
+  install_stop_handler();
+  fd_limit_raise(65536);  // thousands of streaming connections, each a file descriptor
+
+  char err[1024];
+  WeightsOptions wo = {.expert_format = WEIGHT_F32, .dense_format = WEIGHT_F32, .seed = o.seed};
+  if (!weights_load_format_from_name(o.load_format, &wo.load_format))
+    die("serve: --load-format '%s' is unknown; use auto, safetensors or dummy", o.load_format);
+  GptOssWeights w;
+  if (!weights_load(o.model, &wo, &w, err, sizeof err)) die("serve: %s", err);
+  long model_len = (long)config_max_positions(&w.config);
+  if (o.max_model_len > model_len)
+    die("serve: --max-model-len %ld is above the model's %ld positions", o.max_model_len, model_len);
+  size_t kv_bytes = kv_cache_bytes(o.kv_cache_memory);
+  size_t block_bytes = kv_cache_bytes_per_token(&w.config) * (size_t)o.block_size;
+  EngineConfig config = {.max_num_batched_tokens = o.max_num_batched_tokens,
+                         .max_num_seqs = o.max_num_seqs,
+                         .max_model_len = (int)(o.max_model_len ? o.max_model_len : model_len),
+                         .block_size = o.block_size,
+                         .num_kv_blocks = (int)(kv_bytes / block_bytes),
+                         .async_scheduling = o.async_scheduling};
+  if (config.num_kv_blocks < 1)
+    die("serve: --kv-cache-memory %s holds no block of %d tokens (%zu bytes); give more",
+        o.kv_cache_memory, o.block_size, block_bytes);
+  const char *name = o.served_model_name ? o.served_model_name : o.model;
+  print_config(&o, &config, name, kv_bytes);
+
+  Backend *be = cpu_backend_create(o.num_threads);
+  Model model;
+  if (!model_init(&model, &w, be, o.max_num_batched_tokens, err, sizeof err)) die("serve: %s", err);
+  Engine *engine;
+  if (!engine_create(&engine, &config, &model, err, sizeof err)) die("serve: %s", err);
+  Tokenizer tok;
+  if (!tok_init(&tok, TOK_O200K_HARMONY, NULL, err, sizeof err)) die("serve: %s", err);
+  engine_start(engine);
+  ApiOptions ao;
+  api_options_default(&ao);
+  ao.host = o.host;
+  ao.port = (uint16_t)o.port;
+  ao.served_model_name = name;
+  ao.api_key = o.api_key;
+  ao.max_model_len = config.max_model_len;
+  ApiEngine port = api_engine_of(engine);
+  ApiServer *server = api_start(&ao, &port, &tok, err, sizeof err);
+  if (!server) die("serve: %s", err);
+  printf("gptoss-engine serve: listening on http://%s:%u\n", o.host, api_port(server));
+  fflush(stdout);
+
+  int signal_number = wait_for_stop_signal();
+  printf("gptoss-engine serve: %s: stopping\n", strsignal(signal_number));
+  fflush(stdout);
+  api_stop(server);
+  engine_stop(engine);
+  engine_destroy(engine);
+  tok_free(&tok);
+  model_free(&model);
+  be->destroy(be);
+  weights_free(&w);
+  return 0;
+}
