@@ -31,6 +31,7 @@ void api_output_free(ApiOutput *o) {
   buf_free(&o->delta);
   buf_free(&o->content);
   buf_free(&o->reasoning);
+  token_ids_free(&o->output_ids);
 }
 
 // s[0..n) as a JSON string, quotes included (valid UTF-8 passes through unescaped).
@@ -82,15 +83,22 @@ static void begin_chunk(const ApiOutput *o, Buf *out) {
 static void token_chunk(ApiOutput *o, const TokenEvent *ev, Buf *out) {
   bool reasoning = event_text(o, ev);
   begin_chunk(o, out);
-  if (o->info.chat)
+  if (o->info.chat) {
     buf_printf(out,
                "[{\"index\":0,\"delta\":{\"%s\":", reasoning ? "reasoning_content" : "content");
-  else
+    json_string(out, o->delta.data, o->delta.len);
+    buf_append_str(out, "}");
+  } else {
     buf_append_str(out, "[{\"index\":0,\"text\":");
-  json_string(out, o->delta.data, o->delta.len);
+    json_string(out, o->delta.data, o->delta.len);
+  }
+  if (o->info.return_token_ids) {  // beside delta / text, as vLLM puts it
+    if (ev->has_token) buf_printf(out, ",\"token_ids\":[%u]", ev->token_id);
+    else buf_append_str(out, ",\"token_ids\":[]");
+  }
   const char *finish = finish_name(ev->finish);
-  buf_printf(out, "%s,\"logprobs\":null,\"finish_reason\":%s%s%s}]}\n\n", o->info.chat ? "}" : "",
-             finish ? "\"" : "", finish ? finish : "null", finish ? "\"" : "");
+  buf_printf(out, ",\"logprobs\":null,\"finish_reason\":%s%s%s}]}\n\n", finish ? "\"" : "",
+             finish ? finish : "null", finish ? "\"" : "");
 }
 
 // The body that tells a client its request was aborted (the server is stopping).
@@ -160,6 +168,11 @@ static cJSON *whole_body(const ApiOutput *o, const TokenEvent *ev) {
   } else {
     cJSON_AddStringToObject(choice, "text", content);
   }
+  if (info->return_token_ids) {
+    cJSON *ids = cJSON_AddArrayToObject(choice, "token_ids");
+    for (size_t i = 0; i < o->output_ids.len; i++)
+      cJSON_AddItemToArray(ids, cJSON_CreateNumber(o->output_ids.data[i]));
+  }
   cJSON_AddNullToObject(choice, "logprobs");
   cJSON_AddStringToObject(choice, "finish_reason", finish_name(ev->finish));
   cJSON *root = cJSON_CreateObject();
@@ -182,6 +195,7 @@ unsigned api_output_event(ApiOutput *o, const TokenEvent *ev, Buf *out) {
     bool reasoning = event_text(o, ev);
     Buf *to = reasoning ? &o->reasoning : &o->content;
     buf_append(to, o->delta.data, o->delta.len);
+    if (ev->has_token && o->info.return_token_ids) token_ids_push(&o->output_ids, ev->token_id);
   }
   if (ev->finish == FINISH_NONE) return 200;
   cJSON *body = aborted ? aborted_body() : whole_body(o, ev);

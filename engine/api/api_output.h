@@ -20,6 +20,7 @@ typedef struct {
   bool chat;            // chat.completion(.chunk), else text_completion
   bool stream;          // SSE chunks, else one JSON body at the end
   bool include_usage;   // streams only: a usage chunk before [DONE]
+  bool return_token_ids;  // each choice also lists its generated ids (vLLM's "token_ids")
   uint64_t request_id;  // names the answer: "chatcmpl-<id>" / "cmpl-<id>"
   int64_t created;      // unix seconds
   const char *model;    // the served model name
@@ -33,6 +34,7 @@ typedef struct {
   StreamDecoder decoder;   // completions
   Buf delta;               // the text the current event adds
   Buf content, reasoning;  // whole answers: the text so far
+  TokenIds output_ids;     // whole answers with return_token_ids: the ids so far
   bool sent_role;
 } ApiOutput;
 

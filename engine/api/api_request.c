@@ -84,7 +84,8 @@ static bool parse_sampling(const cJSON *req, bool chat, const ApiRequestContext 
   r->params.seed = absent(given_seed) ? c->default_seed
                    : seed < 0         ? (uint64_t)(int64_t)seed
                                       : (uint64_t)seed;
-  return get_bool(req, "ignore_eos", &r->params.ignore_eos, err);
+  return get_bool(req, "ignore_eos", &r->params.ignore_eos, err) &&
+         get_bool(req, "return_token_ids", &r->return_token_ids, err);
 }
 
 static bool parse_stream(const cJSON *req, ApiRequest *r, ApiError *err) {

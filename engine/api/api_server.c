@@ -129,6 +129,7 @@ static enum MHD_Result submit(ApiServer *s, ApiCall *c, struct MHD_Connection *c
   ApiOutputInfo info = {.chat = r.chat,
                         .stream = r.stream,
                         .include_usage = r.include_usage,
+                        .return_token_ids = r.return_token_ids,
                         .created = (int64_t)time(NULL),
                         .model = s->o.served_model_name,
                         .t = s->t};

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# engine_serve.sh: drives the real `gptoss-engine serve` on gpt-oss-tiny (dummy weights) with 200
+# concurrent streaming chat requests over HTTP, in sync and in async scheduling mode: every
+# greedy output (the ids streamed with vLLM's return_token_ids) equals `gptoss-engine generate`
+# on the same prompt; then SIGTERM stops the server with status 0.
+# Usage: engine_serve.sh BUILD_DIR (prints TAP).
+set -u
+engine="${1:?usage: engine_serve.sh BUILD_DIR}/bin/gptoss-engine"
+tmp=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+. tests/e2e/tap.bash
+[ -x "$engine" ] || { echo "Bail out! $engine is not built"; exit 1; }
+
+NUM_PROMPTS=8
+NUM_REQUESTS=200
+MAX_TOKENS=8
+message() { echo "Question $1: what is $1 + $1? Explain briefly."; }
+
+# The reference: one generate call per distinct prompt.
+for i in $(seq 0 $((NUM_PROMPTS - 1))); do
+  "$engine" generate --model gpt-oss-tiny --chat "$(message "$i")" --max-tokens $MAX_TOKENS \
+    --ignore-eos > "$tmp/ref$i.json" || { echo "Bail out! generate failed"; exit 1; }
+done
+
+start_server() {  # flags...; sets $url and $server_pid
+  local log=$tmp/serve.$RANDOM.log
+  "$engine" serve gpt-oss-tiny --port 0 --kv-cache-memory 512MiB --max-num-seqs 256 "$@" \
+    > "$log" 2>&1 &
+  server_pid=$!
+  pids+=("$server_pid")
+  url=
+  for _ in $(seq 300); do
+    url=$(sed -n 's/^gptoss-engine serve: listening on //p' "$log")
+    [ -n "$url" ] && return 0
+    sleep 0.1
+  done
+  echo "# serve did not start: $(tail -3 "$log")"
+  return 1
+}
+
+# 200 concurrent streams; request i asks prompt i % 8. Prints the number of mismatches.
+run_clients() {
+  node - "$url" "$tmp" $NUM_PROMPTS $NUM_REQUESTS $MAX_TOKENS <<'JS'
+const [url, dir, numPrompts, numRequests, maxTokens] = process.argv.slice(2);
+const fs = require("fs");
+const message = i => `Question ${i}: what is ${i} + ${i}? Explain briefly.`;
+const want = [...Array(+numPrompts).keys()].map(i =>
+  JSON.stringify(JSON.parse(fs.readFileSync(`${dir}/ref${i}.json`)).output_ids));
+async function one(i) {
+  const res = await fetch(url + "/v1/chat/completions", {method: "POST", body: JSON.stringify({
+    model: "gpt-oss-tiny", messages: [{role: "user", content: message(i % numPrompts)}],
+    max_tokens: +maxTokens, temperature: 0, ignore_eos: true, stream: true, return_token_ids: true})});
+  const text = await res.text();
+  const ids = [];
+  for (const line of text.split("\n"))
+    if (line.startsWith("data: {")) for (const c of JSON.parse(line.slice(6)).choices)
+      ids.push(...(c.token_ids || []));
+  return JSON.stringify(ids) === want[i % numPrompts] ? 0 : 1;
+}
+Promise.all([...Array(+numRequests).keys()].map(one))
+  .then(r => console.log(r.reduce((a, b) => a + b, 0)))
+  .catch(e => { console.log("error " + e); });
+JS
+}
+
+for mode in sync async; do
+  flags=()
+  [ $mode = async ] && flags=(--async-scheduling)
+  if start_server "${flags[@]}"; then
+    mismatches=$(run_clients)
+    tap_ok "$mode: $NUM_REQUESTS concurrent streaming chats equal generate's greedy ids" \
+      [ "$mismatches" = 0 ]
+    kill -TERM "$server_pid"
+    wait "$server_pid"
+    tap_ok "$mode: SIGTERM stops the server with status 0" [ $? -eq 0 ]
+  else
+    tap_ok "$mode: the server starts" false
+  fi
+done
+tap_done
