@@ -22,18 +22,18 @@ typedef struct {
 } ApiRequestContext;
 
 typedef struct {
-  bool chat;           // /v1/chat/completions (else /v1/completions)
-  bool stream;         // answer as SSE chunks
-  bool include_usage;  // stream_options.include_usage: a usage chunk before [DONE]
+  bool chat;              // /v1/chat/completions (else /v1/completions)
+  bool stream;            // answer as SSE chunks
+  bool include_usage;     // stream_options.include_usage: a usage chunk before [DONE]
   bool return_token_ids;  // vLLM's extension: each choice also carries its "token_ids"
-  TokenIds prompt;     // owned; params.prompt_ids points into it
+  TokenIds prompt;        // owned; params.prompt_ids points into it
   EngineRequestParams params;
 } ApiRequest;
 
 // Parses body[len]. Fields: model, max_tokens (chat: max_completion_tokens first), temperature,
-// top_p, top_k, seed, stream, stream_options.include_usage, ignore_eos, return_token_ids; chat: messages,
-// reasoning_effort; completions: prompt (text, token ids, or a list of one of those). n != 1,
-// logprobs and stop strings are refused; other fields are ignored. False with err.
+// top_p, top_k, seed, stream, stream_options.include_usage, ignore_eos, return_token_ids; chat:
+// messages, reasoning_effort; completions: prompt (text, token ids, or a list of one of those). n
+// != 1, logprobs and stop strings are refused; other fields are ignored. False with err.
 bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, const char *body,
                        size_t len, ApiError *err);
 void api_request_free(ApiRequest *r);

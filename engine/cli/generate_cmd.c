@@ -12,6 +12,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "common/buf.h"
+#include "cli/cli_args.h"
 #include "common/check.h"
 #include "common/npy.h"
 #include "core/generate.h"
@@ -46,35 +47,24 @@ static const char USAGE[] =
     "  Prints one JSON line {\"prompt_ids\", \"output_ids\", \"text\", \"finish_reason\"}.\n"
     "  --logits-out writes the logits at every prompt position (float32 [prompt, vocab]).\n";
 
-static long parse_long(const char *flag, const char *value, long lo, long hi) {
-  char *end;
-  errno = 0;
-  long v = strtol(value, &end, 10);
-  if (end == value || *end || errno || v < lo || v > hi)
-    die("generate: %s '%s' is not an integer from %ld to %ld", flag, value, lo, hi);
-  return v;
-}
-
-static double parse_double(const char *flag, const char *value, double lo, double hi) {
-  char *end;
-  errno = 0;
-  double v = strtod(value, &end);
-  if (end == value || *end || errno || !(v >= lo && v <= hi))
-    die("generate: %s '%s' is not a number from %g to %g", flag, value, lo, hi);
-  return v;
-}
-
 static GenerateOptions parse_options(int argc, char **argv) {
   GenerateOptions o = {.load_format = "auto", .max_tokens = -1, .top_p = 1, .device = "cpu"};
-  static const struct option longopts[] = {
-      {"model", required_argument, 0, 'm'},      {"load-format", required_argument, 0, 'l'},
-      {"prompt-ids", required_argument, 0, 'i'}, {"prompt", required_argument, 0, 'p'},
-      {"chat", required_argument, 0, 'c'},       {"max-tokens", required_argument, 0, 'n'},
-      {"temperature", required_argument, 0, 't'}, {"top-p", required_argument, 0, 'P'},
-      {"top-k", required_argument, 0, 'k'},      {"seed", required_argument, 0, 's'},
-      {"ignore-eos", no_argument, 0, 'e'},       {"logits-out", required_argument, 0, 'o'},
-      {"device", required_argument, 0, 'd'},     {"threads", required_argument, 0, 'T'},
-      {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+  static const struct option longopts[] = {{"model", required_argument, 0, 'm'},
+                                           {"load-format", required_argument, 0, 'l'},
+                                           {"prompt-ids", required_argument, 0, 'i'},
+                                           {"prompt", required_argument, 0, 'p'},
+                                           {"chat", required_argument, 0, 'c'},
+                                           {"max-tokens", required_argument, 0, 'n'},
+                                           {"temperature", required_argument, 0, 't'},
+                                           {"top-p", required_argument, 0, 'P'},
+                                           {"top-k", required_argument, 0, 'k'},
+                                           {"seed", required_argument, 0, 's'},
+                                           {"ignore-eos", no_argument, 0, 'e'},
+                                           {"logits-out", required_argument, 0, 'o'},
+                                           {"device", required_argument, 0, 'd'},
+                                           {"threads", required_argument, 0, 'T'},
+                                           {"help", no_argument, 0, 'h'},
+                                           {0, 0, 0, 0}};
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -84,15 +74,23 @@ static GenerateOptions parse_options(int argc, char **argv) {
       case 'i': o.prompt_ids = optarg; break;
       case 'p': o.prompt = optarg; break;
       case 'c': o.chat = optarg; break;
-      case 'n': o.max_tokens = (int)parse_long("--max-tokens", optarg, 1, 1 << 20); break;
-      case 't': o.temperature = parse_double("--temperature", optarg, 0, 100); break;
-      case 'P': o.top_p = parse_double("--top-p", optarg, 1e-9, 1); break;
-      case 'k': o.top_k = (int)parse_long("--top-k", optarg, 0, 1 << 30); break;
-      case 's': o.seed = (uint64_t)parse_long("--seed", optarg, 0, __LONG_MAX__); break;
+      case 'n':
+        o.max_tokens = (int)cli_parse_long("generate", "--max-tokens", optarg, 1, 1 << 20);
+        break;
+      case 't':
+        o.temperature = cli_parse_double("generate", "--temperature", optarg, 0, 100);
+        break;
+      case 'P': o.top_p = cli_parse_double("generate", "--top-p", optarg, 1e-9, 1); break;
+      case 'k': o.top_k = (int)cli_parse_long("generate", "--top-k", optarg, 0, 1 << 30); break;
+      case 's':
+        o.seed = (uint64_t)cli_parse_long("generate", "--seed", optarg, 0, __LONG_MAX__);
+        break;
       case 'e': o.ignore_eos = true; break;
       case 'o': o.logits_out = optarg; break;
       case 'd': o.device = optarg; break;
-      case 'T': o.num_threads = (int)parse_long("--threads", optarg, 1, 1024); break;
+      case 'T':
+        o.num_threads = (int)cli_parse_long("generate", "--threads", optarg, 1, 1024);
+        break;
       case 'h': fputs(USAGE, stdout); exit(0);
       case ':': die("generate: %s needs a value\n%s", argv[optind - 1], USAGE);
       default: die("generate: unknown option '%s'\n%s", argv[optind - 1], USAGE);
@@ -116,7 +114,8 @@ static void prompt_tokens(const GenerateOptions *o, TokenIds *ids) {
       errno = 0;
       unsigned long id = strtoul(p, &end, 10);
       if (end == p || errno || id > UINT32_MAX || (*end && *end != ','))
-        die("generate: --prompt-ids: '%s' is not a comma-separated list of token ids", o->prompt_ids);
+        die("generate: --prompt-ids: '%s' is not a comma-separated list of token ids",
+            o->prompt_ids);
       token_ids_push(ids, (uint32_t)id);
       p = *end ? end + 1 : end;
     }
@@ -125,8 +124,11 @@ static void prompt_tokens(const GenerateOptions *o, TokenIds *ids) {
   Tokenizer tok;
   char err[1024];
   if (!tok_init(&tok, TOK_O200K_HARMONY, NULL, err, sizeof err)) die("generate: %s", err);
-  if (o->prompt) tok_encode(&tok, o->prompt, strlen(o->prompt), false, ids);
-  else harmony_render_prompt(&tok, &(HarmonyMessage){.role = "user", .content = o->chat}, 1, NULL, ids);
+  if (o->prompt)
+    tok_encode(&tok, o->prompt, strlen(o->prompt), false, ids);
+  else
+    harmony_render_prompt(&tok, &(HarmonyMessage){.role = "user", .content = o->chat}, 1, NULL,
+                          ids);
   tok_free(&tok);
 }
 
@@ -168,19 +170,18 @@ int generate_cmd_main(int argc, char **argv) {
     die("generate: %s", err);
   float *logits = NULL;
   if (o.logits_out) logits = xmalloc(prompt.len * (size_t)w.config.vocab_size * sizeof *logits);
-  GenerateRequest req = {.prompt_ids = prompt.data,
-                         .num_prompt_ids = prompt.len,
-                         .max_tokens = o.max_tokens,
-                         .sampling = {.temperature = (float)o.temperature,
-                                      .top_p = (float)o.top_p,
-                                      .top_k = o.top_k},
-                         .seed = o.seed,
-                         .ignore_eos = o.ignore_eos,
-                         .prompt_logits = logits};
+  GenerateRequest req = {
+      .prompt_ids = prompt.data,
+      .num_prompt_ids = prompt.len,
+      .max_tokens = o.max_tokens,
+      .sampling = {.temperature = (float)o.temperature, .top_p = (float)o.top_p, .top_k = o.top_k},
+      .seed = o.seed,
+      .ignore_eos = o.ignore_eos,
+      .prompt_logits = logits};
   GenerateResult result;
   if (!generate_run(&m, &req, &result, err, sizeof err)) die("generate: %s", err);
-  if (o.logits_out &&
-      !npy_write_f32(o.logits_out, logits, (int64_t)prompt.len, w.config.vocab_size, err, sizeof err))
+  if (o.logits_out && !npy_write_f32(o.logits_out, logits, (int64_t)prompt.len, w.config.vocab_size,
+                                     err, sizeof err))
     die("generate: --logits-out: %s", err);
   print_result(&prompt, &result);
 

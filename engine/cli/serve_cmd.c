@@ -16,6 +16,7 @@
 
 #include "api/api.h"
 #include "backend/cpu/cpu_backend.h"
+#include "cli/cli_args.h"
 #include "common/check.h"
 #include "common/fd_limit.h"
 #include "core/engine.h"
@@ -26,9 +27,9 @@ typedef struct {
   const char *host;
   int port;
   const char *served_model_name;
-  long max_model_len;           // 0: the model's
-  int max_num_batched_tokens;   // vLLM's CPU default: 2048
-  int max_num_seqs;             // vLLM's CPU default: 128
+  long max_model_len;          // 0: the model's
+  int max_num_batched_tokens;  // vLLM's CPU default: 2048
+  int max_num_seqs;            // vLLM's CPU default: 128
   bool async_scheduling;
   const char *kv_cache_memory;  // bytes ("4GiB", "2000000000") or a fraction of free memory
   int block_size;
@@ -53,50 +54,48 @@ static const char USAGE[] =
     "  --device cpu|cuda|auto (auto)  --attention-backend NAME (or VLLM_ATTENTION_BACKEND)\n"
     "  -tp/--tensor-parallel-size 1  -pp/--pipeline-parallel-size 1  --threads N (all cores)\n";
 
-static long parse_long(const char *flag, const char *value, long lo, long hi) {
-  char *end;
-  errno = 0;
-  long v = strtol(value, &end, 10);
-  if (end == value || *end || errno || v < lo || v > hi)
-    die("serve: %s '%s' is not an integer from %ld to %ld", flag, value, lo, hi);
-  return v;
-}
-
 // vLLM spells -tp and -pp with one dash; getopt_long_only would then take every -x as long, so
 // they are rewritten to their long names first.
 static void rewrite_short_parallel_flags(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "-tp") == 0) argv[i] = "--tensor-parallel-size";
-    else if (strcmp(argv[i], "-pp") == 0) argv[i] = "--pipeline-parallel-size";
+    if (strcmp(argv[i], "-tp") == 0)
+      argv[i] = "--tensor-parallel-size";
+    else if (strcmp(argv[i], "-pp") == 0)
+      argv[i] = "--pipeline-parallel-size";
   }
 }
 
 static ServeOptions parse_options(int argc, char **argv) {
-  ServeOptions o = {.host = "127.0.0.1", .port = 8000, .max_num_batched_tokens = 2048,
-                    .max_num_seqs = 128, .kv_cache_memory = "0.2", .block_size = 16,
-                    .load_format = "auto", .device = "auto", .tensor_parallel_size = 1,
+  ServeOptions o = {.host = "127.0.0.1",
+                    .port = 8000,
+                    .max_num_batched_tokens = 2048,
+                    .max_num_seqs = 128,
+                    .kv_cache_memory = "0.2",
+                    .block_size = 16,
+                    .load_format = "auto",
+                    .device = "auto",
+                    .tensor_parallel_size = 1,
                     .pipeline_parallel_size = 1};
-  static const struct option longopts[] = {
-      {"model", required_argument, 0, 'm'},
-      {"host", required_argument, 0, 'H'},
-      {"port", required_argument, 0, 'p'},
-      {"served-model-name", required_argument, 0, 'n'},
-      {"max-model-len", required_argument, 0, 'L'},
-      {"max-num-batched-tokens", required_argument, 0, 'B'},
-      {"max-num-seqs", required_argument, 0, 'S'},
-      {"async-scheduling", no_argument, 0, 'a'},
-      {"kv-cache-memory", required_argument, 0, 'k'},
-      {"block-size", required_argument, 0, 'b'},
-      {"load-format", required_argument, 0, 'l'},
-      {"seed", required_argument, 0, 's'},
-      {"device", required_argument, 0, 'd'},
-      {"api-key", required_argument, 0, 'K'},
-      {"attention-backend", required_argument, 0, 'A'},
-      {"tensor-parallel-size", required_argument, 0, 'T'},
-      {"pipeline-parallel-size", required_argument, 0, 'P'},
-      {"threads", required_argument, 0, 'j'},
-      {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+  static const struct option longopts[] = {{"model", required_argument, 0, 'm'},
+                                           {"host", required_argument, 0, 'H'},
+                                           {"port", required_argument, 0, 'p'},
+                                           {"served-model-name", required_argument, 0, 'n'},
+                                           {"max-model-len", required_argument, 0, 'L'},
+                                           {"max-num-batched-tokens", required_argument, 0, 'B'},
+                                           {"max-num-seqs", required_argument, 0, 'S'},
+                                           {"async-scheduling", no_argument, 0, 'a'},
+                                           {"kv-cache-memory", required_argument, 0, 'k'},
+                                           {"block-size", required_argument, 0, 'b'},
+                                           {"load-format", required_argument, 0, 'l'},
+                                           {"seed", required_argument, 0, 's'},
+                                           {"device", required_argument, 0, 'd'},
+                                           {"api-key", required_argument, 0, 'K'},
+                                           {"attention-backend", required_argument, 0, 'A'},
+                                           {"tensor-parallel-size", required_argument, 0, 'T'},
+                                           {"pipeline-parallel-size", required_argument, 0, 'P'},
+                                           {"threads", required_argument, 0, 'j'},
+                                           {"help", no_argument, 0, 'h'},
+                                           {0, 0, 0, 0}};
   rewrite_short_parallel_flags(argc, argv);
   opterr = 0;
   int c;
@@ -104,22 +103,37 @@ static ServeOptions parse_options(int argc, char **argv) {
     switch (c) {
       case 'm': o.model = optarg; break;
       case 'H': o.host = optarg; break;
-      case 'p': o.port = (int)parse_long("--port", optarg, 0, 65535); break;
+      case 'p': o.port = (int)cli_parse_long("serve", "--port", optarg, 0, 65535); break;
       case 'n': o.served_model_name = optarg; break;
-      case 'L': o.max_model_len = parse_long("--max-model-len", optarg, 1, 1L << 24); break;
-      case 'B': o.max_num_batched_tokens = (int)parse_long("--max-num-batched-tokens", optarg, 1, 1 << 20); break;
-      case 'S': o.max_num_seqs = (int)parse_long("--max-num-seqs", optarg, 1, 1 << 16); break;
+      case 'L':
+        o.max_model_len = cli_parse_long("serve", "--max-model-len", optarg, 1, 1L << 24);
+        break;
+      case 'B':
+        o.max_num_batched_tokens =
+            (int)cli_parse_long("serve", "--max-num-batched-tokens", optarg, 1, 1 << 20);
+        break;
+      case 'S':
+        o.max_num_seqs = (int)cli_parse_long("serve", "--max-num-seqs", optarg, 1, 1 << 16);
+        break;
       case 'a': o.async_scheduling = true; break;
       case 'k': o.kv_cache_memory = optarg; break;
-      case 'b': o.block_size = (int)parse_long("--block-size", optarg, 1, 1024); break;
+      case 'b': o.block_size = (int)cli_parse_long("serve", "--block-size", optarg, 1, 1024); break;
       case 'l': o.load_format = optarg; break;
-      case 's': o.seed = (uint64_t)parse_long("--seed", optarg, 0, __LONG_MAX__); break;
+      case 's':
+        o.seed = (uint64_t)cli_parse_long("serve", "--seed", optarg, 0, __LONG_MAX__);
+        break;
       case 'd': o.device = optarg; break;
       case 'K': o.api_key = optarg; break;
       case 'A': o.attention_backend = optarg; break;
-      case 'T': o.tensor_parallel_size = (int)parse_long("--tensor-parallel-size", optarg, 1, 64); break;
-      case 'P': o.pipeline_parallel_size = (int)parse_long("--pipeline-parallel-size", optarg, 1, 64); break;
-      case 'j': o.num_threads = (int)parse_long("--threads", optarg, 1, 1024); break;
+      case 'T':
+        o.tensor_parallel_size =
+            (int)cli_parse_long("serve", "--tensor-parallel-size", optarg, 1, 64);
+        break;
+      case 'P':
+        o.pipeline_parallel_size =
+            (int)cli_parse_long("serve", "--pipeline-parallel-size", optarg, 1, 64);
+        break;
+      case 'j': o.num_threads = (int)cli_parse_long("serve", "--threads", optarg, 1, 1024); break;
       case 'h': fputs(USAGE, stdout); exit(0);
       case ':': die("serve: %s needs a value\n%s", argv[optind - 1], USAGE);
       default: die("serve: unknown option '%s'\n%s", argv[optind - 1], USAGE);
@@ -146,41 +160,43 @@ static void check_capabilities(ServeOptions *o) {
         strcasecmp(o->attention_backend, "TRITON_ATTN") != 0 &&
         strcasecmp(o->attention_backend, "CPU") != 0)
       die("serve: unknown attention backend '%s' (the built-in one handles sinks: leave it "
-          "unset)", o->attention_backend);
+          "unset)",
+          o->attention_backend);
   }
   if (o->tensor_parallel_size != 1 || o->pipeline_parallel_size != 1)
     die("serve: tensor and pipeline parallelism (-tp %d, -pp %d) are not implemented yet; "
-        "use -tp 1 -pp 1", o->tensor_parallel_size, o->pipeline_parallel_size);
+        "use -tp 1 -pp 1",
+        o->tensor_parallel_size, o->pipeline_parallel_size);
   if (strcmp(o->device, "cuda") == 0)
     die("serve: --device cuda: this build has no CUDA backend yet; use --device cpu");
   if (strcmp(o->device, "cpu") != 0 && strcmp(o->device, "auto") != 0)
     die("serve: --device '%s' is unknown; use cpu, cuda or auto", o->device);
   if (o->max_num_seqs > o->max_num_batched_tokens)
     die("serve: --max-num-seqs %d is above --max-num-batched-tokens %d (every running request "
-        "needs at least one token of the step budget)", o->max_num_seqs, o->max_num_batched_tokens);
+        "needs at least one token of the step budget)",
+        o->max_num_seqs, o->max_num_batched_tokens);
 }
 
-// --kv-cache-memory: bytes with an optional K/M/G(iB) suffix, or a fraction (0, 1] of the
-// memory available now.
+// --kv-cache-memory: bytes with an optional K/KiB/M/MiB/G/GiB suffix, or a fraction (0, 1] of
+// the memory free now.
 static size_t kv_cache_bytes(const char *spec) {
+  static const struct {
+    const char *suffix;
+    double scale;
+  } UNITS[] = {{"", 1},          {"K", 1 << 10}, {"KiB", 1 << 10}, {"M", 1 << 20},
+               {"MiB", 1 << 20}, {"G", 1 << 30}, {"GiB", 1 << 30}};
   char *end;
   errno = 0;
   double v = strtod(spec, &end);
-  if (end == spec || errno || v <= 0) goto bad;
-  if (*end == '\0' && v <= 1) {
-    struct sysinfo si;
-    CHECK(sysinfo(&si) == 0);
-    return (size_t)(v * (double)si.freeram * si.mem_unit);
+  if (end != spec && errno == 0 && v > 0) {
+    if (*end == '\0' && v <= 1) {
+      struct sysinfo si;
+      CHECK(sysinfo(&si) == 0);
+      return (size_t)(v * (double)si.freeram * si.mem_unit);
+    }
+    for (size_t i = 0; i < sizeof UNITS / sizeof *UNITS; i++)
+      if (strcasecmp(end, UNITS[i].suffix) == 0) return (size_t)(v * UNITS[i].scale);
   }
-  double scale = 1;
-  if (*end == 'K' || *end == 'k') scale = 1024.0;
-  else if (*end == 'M' || *end == 'm') scale = 1024.0 * 1024;
-  else if (*end == 'G' || *end == 'g') scale = 1024.0 * 1024 * 1024;
-  else if (*end != '\0') goto bad;
-  if (*end && strcmp(end + 1, "") != 0 && strcasecmp(end + 1, "iB") != 0 && strcasecmp(end + 1, "B") != 0)
-    goto bad;
-  return (size_t)(v * scale);
-bad:
   die("serve: --kv-cache-memory '%s' is neither a byte count (e.g. 4GiB) nor a fraction in (0, 1]",
       spec);
 }
@@ -241,7 +257,8 @@ int serve_cmd_main(int argc, char **argv) {
   if (!weights_load(o.model, &wo, &w, err, sizeof err)) die("serve: %s", err);
   long model_len = (long)config_max_positions(&w.config);
   if (o.max_model_len > model_len)
-    die("serve: --max-model-len %ld is above the model's %ld positions", o.max_model_len, model_len);
+    die("serve: --max-model-len %ld is above the model's %ld positions", o.max_model_len,
+        model_len);
   size_t kv_bytes = kv_cache_bytes(o.kv_cache_memory);
   size_t block_bytes = kv_cache_bytes_per_token(&w.config) * (size_t)o.block_size;
   EngineConfig config = {.max_num_batched_tokens = o.max_num_batched_tokens,

@@ -8,17 +8,10 @@
 
 #include "common/check.h"
 #include "model/kv_cache.h"
+#include "text/harmony.h"
 #include "text/tokenizer.h"
 
 #define GENERATE_BLOCK_SIZE 16
-
-static const uint32_t STOP_IDS[] = {TOK_RETURN, TOK_CALL, TOK_ENDOFTEXT};
-
-static bool is_stop(uint32_t id) {
-  for (size_t i = 0; i < sizeof STOP_IDS / sizeof *STOP_IDS; i++)
-    if (id == STOP_IDS[i]) return true;
-  return false;
-}
 
 // The arrays behind one sequence's Batch.
 typedef struct {
@@ -128,7 +121,7 @@ bool generate_run(Model *m, const GenerateRequest *r, GenerateResult *out, char 
   for (int step = 0; step < r->max_tokens; step++) {
     uint32_t id = sampler_sample(last, c->vocab_size, &r->sampling, &rng, &scratch);
     token_ids_push(&out->output_ids, id);
-    if (!r->ignore_eos && is_stop(id)) {
+    if (!r->ignore_eos && harmony_is_stop_token(id)) {
       out->finish_reason = "stop";
       break;
     }

@@ -9,15 +9,8 @@
 
 #include "common/check.h"
 #include "common/clock.h"
+#include "text/harmony.h"
 #include "text/tokenizer.h"
-
-static const uint32_t STOP_IDS[] = {TOK_RETURN, TOK_CALL, TOK_ENDOFTEXT};
-
-static bool is_stop(uint32_t id) {
-  for (size_t i = 0; i < sizeof STOP_IDS / sizeof *STOP_IDS; i++)
-    if (id == STOP_IDS[i]) return true;
-  return false;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Lists
@@ -343,9 +336,9 @@ void sched_update(Scheduler *s, const SchedOutput *out, const uint32_t *sampled_
     r->token_ids[r->num_tokens++] = id;
     s->num_generation_tokens++;
     if (req_num_output_tokens(r) == 1) r->first_token_ns = now_ns;
-    FinishReason reason = !r->params.ignore_eos && is_stop(id)   ? FINISH_STOP
-                          : r->num_tokens == r->max_num_tokens ? FINISH_LENGTH
-                                                               : FINISH_NONE;
+    FinishReason reason = !r->params.ignore_eos && harmony_is_stop_token(id) ? FINISH_STOP
+                          : r->num_tokens == r->max_num_tokens               ? FINISH_LENGTH
+                                                                             : FINISH_NONE;
     if (reason == FINISH_NONE) push_event(s, r, true, id);
     else finish(s, r, reason, true, id, now_ns);
   }

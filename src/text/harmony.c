@@ -90,6 +90,10 @@ void harmony_render_prompt(const Tokenizer *t, const HarmonyMessage *messages, s
   render_flush(&r);
 }
 
+bool harmony_is_stop_token(uint32_t id) {
+  return id == TOK_RETURN || id == TOK_CALL || id == TOK_ENDOFTEXT;
+}
+
 // ---------------------------------------------------------------------------------------------
 // parsing
 

@@ -41,6 +41,11 @@ void harmony_render_message(const Tokenizer *t, const HarmonyMessage *m, TokenId
 void harmony_render_prompt(const Tokenizer *t, const HarmonyMessage *messages, size_t num_messages,
                            const HarmonySystemOptions *opts, TokenIds *out);
 
+// True for the ids that end an assistant turn: <|return|> and <|call|> (harmony's stop tokens for
+// assistant actions), and <|endoftext|>. Not <|end|>: it ends one message (e.g. the analysis),
+// and stopping there would lose the final answer.
+bool harmony_is_stop_token(uint32_t id);
+
 // ---------------------------------------------------------------------------------------------
 // incremental parsing of model output (which starts right after "<|start|>assistant")
 

@@ -12,7 +12,23 @@ trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 . tests/e2e/tap.bash
 [ -x "$engine" ] || { echo "Bail out! $engine is not built"; exit 1; }
 
-NUM_PROMPTS=8
+# Refusals happen before anything is served, with the reason.
+refuses() {  # expected text, flags...
+  local want=$1; shift
+  ! "$engine" serve tests/fixtures/gptoss-tiny/a --port 0 "$@" > /dev/null 2> "$tmp/err" &&
+    grep -qF -- "$want" "$tmp/err"
+}
+tap_ok "FLASHINFER is refused: no attention sinks" \
+  refuses "does not support attention sinks" --attention-backend FLASHINFER
+attention_env() { VLLM_ATTENTION_BACKEND=XFORMERS refuses "XFORMERS does not support attention sinks"; }
+tap_ok "VLLM_ATTENTION_BACKEND=XFORMERS is refused the same way" attention_env
+tap_ok "-tp 2 is refused until parallelism exists" refuses "-tp 2" -tp 2
+tap_ok "--device cuda is refused without a CUDA backend" refuses "--device cuda" --device cuda
+tap_ok "a bad --kv-cache-memory names the flag" refuses "--kv-cache-memory '3x'" --kv-cache-memory 3x
+tap_ok "--max-num-seqs above the token budget is refused" \
+  refuses "--max-num-seqs" --max-num-seqs 64 --max-num-batched-tokens 32
+
+NUM_PROMPTS=4
 NUM_REQUESTS=200
 MAX_TOKENS=8
 message() { echo "Question $1: what is $1 + $1? Explain briefly."; }

@@ -1,0 +1,26 @@
+// cli_args.c: strtol/strtod with whole-string and range checks for command-line flags.
+#include "cli/cli_args.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/check.h"
+
+long cli_parse_long(const char *command, const char *flag, const char *value, long lo, long hi) {
+  char *end;
+  errno = 0;
+  long v = strtol(value, &end, 10);
+  if (end == value || *end || errno || v < lo || v > hi)
+    die("%s: %s '%s' is not an integer from %ld to %ld", command, flag, value, lo, hi);
+  return v;
+}
+
+double cli_parse_double(const char *command, const char *flag, const char *value, double lo,
+                        double hi) {
+  char *end;
+  errno = 0;
+  double v = strtod(value, &end);
+  if (end == value || *end || errno || !(v >= lo && v <= hi))
+    die("%s: %s '%s' is not a number from %g to %g", command, flag, value, lo, hi);
+  return v;
+}
