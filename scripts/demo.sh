@@ -28,19 +28,25 @@ echo "-- gptoss-engine generate --model gpt-oss-tiny --chat 'What is 2 + 2?' --m
     console.log("   finish_reason: " + o.finish_reason);})'
 echo
 
-echo "== demo 3/3: gptoss-bench bench (the vLLM bench serve drop-in) against gptoss-bench mock-server"
-echo "   (the engine's HTTP server is not built yet, so a mock with 20 ms TTFT and 5 ms ITL stands in)"
+echo "== demo 3/3: gptoss-bench bench (the vLLM bench serve drop-in) against gptoss-engine serve"
 log=$(mktemp)
-"$bench" mock-server --port 0 --ttft-ms 20 --itl-ms 5 > "$log" 2>&1 &
-mock=$!
-trap 'kill $mock 2>/dev/null; rm -f "$log"' EXIT
+"$engine" serve gpt-oss-tiny --port 0 --kv-cache-memory 512MiB > "$log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; rm -f "$log"' EXIT
 url=
-for _ in $(seq 100); do
-  url=$(sed -n 's/^mock-server listening on //p' "$log")
+for _ in $(seq 300); do
+  url=$(sed -n 's/^gptoss-engine serve: listening on //p' "$log")
   [ -n "$url" ] && break
-  sleep 0.05
+  sleep 0.1
 done
-[ -n "$url" ] || { echo "mock-server did not start: $(cat "$log")"; exit 1; }
-echo "-- gptoss-bench bench --base-url $url --dataset-name sharegpt --dataset-path datasets/sharegpt-synth.json --num-prompts 100 --request-rate 50 --max-concurrency 16"
-"$bench" bench --base-url "$url" --dataset-name sharegpt --dataset-path datasets/sharegpt-synth.json \
-  --num-prompts 100 --sharegpt-output-len 32 --request-rate 50 --max-concurrency 16
+[ -n "$url" ] || { echo "gptoss-engine serve did not start: $(cat "$log")"; exit 1; }
+sed 's/^/   /' "$log"
+echo "-- gptoss-bench bench --base-url $url --backend openai-chat --endpoint-type openai-chat" \
+  "--endpoint /v1/chat/completions --dataset-name sharegpt --dataset-path" \
+  "datasets/sharegpt-synth.json --num-prompts 32 --sharegpt-output-len 16 --ignore-eos"
+"$bench" bench --base-url "$url" --backend openai-chat --endpoint-type openai-chat \
+  --endpoint /v1/chat/completions --dataset-name sharegpt \
+  --dataset-path datasets/sharegpt-synth.json --num-prompts 32 --sharegpt-output-len 16 --ignore-eos
+kill -TERM $server
+wait $server
+echo "-- gptoss-engine serve stopped on SIGTERM with status $?"

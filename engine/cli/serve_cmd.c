@@ -49,7 +49,7 @@ static const char USAGE[] =
     "         (openai/gpt-oss-120b, openai/gpt-oss-20b, gpt-oss-tiny)\n"
     "  --host ADDR (127.0.0.1)  --port N (8000)  --served-model-name NAME (MODEL)  --api-key KEY\n"
     "  --max-model-len N (the model's)  --max-num-batched-tokens N (2048)  --max-num-seqs N (128)\n"
-    "  --async-scheduling  --kv-cache-memory BYTES|FRACTION (0.2 of available memory)\n"
+    "  --async-scheduling  --kv-cache-memory BYTES|FRACTION (0.2 of the free memory)\n"
     "  --block-size N (16)  --load-format auto|safetensors|dummy  --seed N (0)\n"
     "  --device cpu|cuda|auto (auto)  --attention-backend NAME (or VLLM_ATTENTION_BACKEND)\n"
     "  -tp/--tensor-parallel-size 1  -pp/--pipeline-parallel-size 1  --threads N (all cores)\n";
@@ -149,18 +149,21 @@ static ServeOptions parse_options(int argc, char **argv) {
 static void check_capabilities(ServeOptions *o) {
   if (!o->attention_backend) o->attention_backend = getenv("VLLM_ATTENTION_BACKEND");
   if (o->attention_backend) {
-    static const char *const without_sinks[] = {"FLASHINFER", "XFORMERS", "TORCH_SDPA",
-                                                "FLASH_ATTN_VLLM_V1"};
+    // vLLM's names. The sink-capable ones all map to our one paged attention with sinks.
+    static const char *const with_sinks[] = {"FLASH_ATTN", "FLASH_ATTN_VLLM_V1", "TRITON_ATTN",
+                                             "TRITON_ATTN_VLLM_V1", "CPU"};
+    static const char *const without_sinks[] = {"FLASHINFER", "XFORMERS", "TORCH_SDPA"};
     for (size_t i = 0; i < sizeof without_sinks / sizeof *without_sinks; i++)
       if (strcasecmp(o->attention_backend, without_sinks[i]) == 0)
         die("serve: attention backend %s does not support attention sinks, which GPT-OSS "
             "requires (every layer adds a learned sink logit); use the default backend",
             o->attention_backend);
-    if (strcasecmp(o->attention_backend, "TRITON_ATTN_VLLM_V1") != 0 &&
-        strcasecmp(o->attention_backend, "TRITON_ATTN") != 0 &&
-        strcasecmp(o->attention_backend, "CPU") != 0)
-      die("serve: unknown attention backend '%s' (the built-in one handles sinks: leave it "
-          "unset)",
+    bool known = false;
+    for (size_t i = 0; i < sizeof with_sinks / sizeof *with_sinks; i++)
+      known |= strcasecmp(o->attention_backend, with_sinks[i]) == 0;
+    if (!known)
+      die("serve: unknown attention backend '%s' (FLASH_ATTN, TRITON_ATTN and CPU select the "
+          "built-in attention with sinks; leave it unset for the same)",
           o->attention_backend);
   }
   if (o->tensor_parallel_size != 1 || o->pipeline_parallel_size != 1)
