@@ -27,7 +27,7 @@ cpu_list() {
 cpu=${BENCH_CPU-$(cpu_list | head -n 1)}
 server_cpu=${BENCH_SERVER_CPU-$(cpu_list | awk -v c="$cpu" '$1 != c { print; exit }')}
 npm_dir=build/npm
-SECTIONS=(tokenizer client)
+SECTIONS=(tokenizer client scheduler engine)
 status=0
 
 # The command prefix that pins to CPU $1 (nothing when $1 is empty or taskset is missing).
@@ -177,6 +177,56 @@ bench_client() {
     printf "client.ceiling_target_met %s\n", (t >= 200000 ? "yes" : "no")
     printf "client.paced_lag_target_met %s\n", (l < 1 ? "yes" : "no")
     printf "client.paced100_lag_target_met %s\n", (m < 1 ? "yes" : "no") }'
+}
+
+# ---------------------------------------------------------------------------------------------
+# scheduler: the engine's host time per step in steady-state decode (sched_schedule +
+# batch_build + sched_update, tests/bench/bench_scheduler.c) at 256 and 1024 running requests,
+# synchronous and async scheduling. Target: under 200 us per step at 1024.
+
+bench_scheduler() {
+  local out
+  [ -x "$build/bench/bench_scheduler" ] ||
+    { echo "bench: $build/bench/bench_scheduler is not built; run make bench" >&2; return 1; }
+  echo "== scheduler: host time per engine step, steady-state decode, $reps windows after a" \
+    "warm-up, CPU ${cpu:-any}"
+  out=$(pinned "$build/bench/bench_scheduler" "$reps") || return 1
+  prefixed scheduler "$out"
+  awk -v s="$(field "$out" sync.n1024.us_per_step_median)" \
+      -v a="$(field "$out" async.n1024.us_per_step_median)" \
+    'BEGIN { printf "scheduler.target_met %s\n", (s < 200 && a < 200 ? "yes" : "no") }'
+}
+
+# ---------------------------------------------------------------------------------------------
+# engine: prefill and decode tokens/s of gpt-oss-tiny (dummy weights, q8 dense, MXFP4 experts) at
+# batch 1, 8, 32, 64 (128 prompt tokens, 64 generated per sequence) with the CPU backend on every
+# CPU (not pinned: the engine uses them all), tests/bench/bench_engine.c, BENCH_ENGINE_RUNS
+# (default 3) runs per batch size, the fastest compared (the median is printed too); the
+# achieved GFLOP/s against the matrix-product ceiling measured in the same run; and the ratio to
+# llama.cpp's figures for the same shape on a 2-core machine (docs/PERF.md). Target: ratio >= 1
+# everywhere.
+ENGINE_LLAMACPP_DECODE=(1:173 8:354 32:620 64:567)  # batch:generated tokens/s
+ENGINE_LLAMACPP_PREFILL=2900                         # prompt tokens/s, about the same at every batch
+
+bench_engine() {
+  local out b ref met=yes
+  [ -x "$build/bench/bench_engine" ] ||
+    { echo "bench: $build/bench/bench_engine is not built; run make bench" >&2; return 1; }
+  echo "== engine: gpt-oss-tiny forward, dummy weights, all CPUs, vs llama.cpp's published rates"
+  out=$("$build/bench/bench_engine" --runs "${BENCH_ENGINE_RUNS:-3}") || return 1
+  prefixed engine "$out"
+  for ref in "${ENGINE_LLAMACPP_DECODE[@]}"; do
+    b=${ref%%:*}
+    awk -v b="$b" -v d="$(field "$out" "b$b.decode_tok_s")" -v dl="${ref#*:}" \
+        -v dm="$(field "$out" "b$b.decode_tok_s_median")" \
+        -v p="$(field "$out" "b$b.prefill_tok_s")" -v pl="$ENGINE_LLAMACPP_PREFILL" \
+        -v pm="$(field "$out" "b$b.prefill_tok_s_median")" 'BEGIN {
+      printf "engine.llamacpp.b%d.decode_tok_s %d\nengine.llamacpp.b%d.prefill_tok_s %d\n", b, dl, b, pl
+      printf "engine.ratio.b%d.decode %.2f\nengine.ratio.b%d.decode_median %.2f\n", b, d / dl, b, dm / dl
+      printf "engine.ratio.b%d.prefill %.2f\nengine.ratio.b%d.prefill_median %.2f\n", b, p / pl, b, pm / pl
+      exit !(d >= dl && p >= pl) }' || met=no
+  done
+  echo "engine.target_met $met"
 }
 
 # ---------------------------------------------------------------------------------------------

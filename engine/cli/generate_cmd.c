@@ -23,6 +23,7 @@
 typedef struct {
   const char *model;
   const char *load_format;
+  const char *weight_format;  // weights_formats_from_name
   const char *prompt_ids;  // "1,2,3"
   const char *prompt;      // plain text
   const char *chat;        // one user message, rendered with harmony
@@ -39,18 +40,27 @@ typedef struct {
 
 static const char USAGE[] =
     "usage: gptoss-engine generate --model M [--load-format auto|safetensors|dummy]\n"
+    "         [--weight-format auto|f32|bf16|q8]\n"
     "         (--prompt-ids 1,2,3 | --prompt TEXT | --chat TEXT) --max-tokens N\n"
     "         [--temperature T] [--top-p P] [--top-k K] [--seed S] [--ignore-eos]\n"
     "         [--logits-out FILE.npy] [--device cpu] [--threads N]\n"
     "  M: a checkpoint folder (config.json + *.safetensors, OpenAI's original/ layout) or, with\n"
     "     dummy weights, a preset: openai/gpt-oss-120b, openai/gpt-oss-20b, gpt-oss-tiny.\n"
+    "  --weight-format: how weights are kept: f32 (exact), bf16 (bf16 dense, MXFP4 experts), q8\n"
+    "     (8-bit dense, MXFP4 experts: the fastest); auto (default): q8 for dummy weights, f32\n"
+    "     for a checkpoint folder.\n"
     "  Prints one JSON line {\"prompt_ids\", \"output_ids\", \"text\", \"finish_reason\"}.\n"
     "  --logits-out writes the logits at every prompt position (float32 [prompt, vocab]).\n";
 
 static GenerateOptions parse_options(int argc, char **argv) {
-  GenerateOptions o = {.load_format = "auto", .max_tokens = -1, .top_p = 1, .device = "cpu"};
+  GenerateOptions o = {.load_format = "auto",
+                       .weight_format = "auto",
+                       .max_tokens = -1,
+                       .top_p = 1,
+                       .device = "cpu"};
   static const struct option longopts[] = {{"model", required_argument, 0, 'm'},
                                            {"load-format", required_argument, 0, 'l'},
+                                           {"weight-format", required_argument, 0, 'w'},
                                            {"prompt-ids", required_argument, 0, 'i'},
                                            {"prompt", required_argument, 0, 'p'},
                                            {"chat", required_argument, 0, 'c'},
@@ -71,6 +81,7 @@ static GenerateOptions parse_options(int argc, char **argv) {
     switch (c) {
       case 'm': o.model = optarg; break;
       case 'l': o.load_format = optarg; break;
+      case 'w': o.weight_format = optarg; break;
       case 'i': o.prompt_ids = optarg; break;
       case 'p': o.prompt = optarg; break;
       case 'c': o.chat = optarg; break;
@@ -155,9 +166,11 @@ static void print_result(const TokenIds *prompt, const GenerateResult *r) {
 
 int generate_cmd_main(int argc, char **argv) {
   GenerateOptions o = parse_options(argc, argv);
-  WeightsOptions wo = {.expert_format = WEIGHT_F32, .dense_format = WEIGHT_F32, .seed = o.seed};
+  WeightsOptions wo = {.seed = o.seed};
   if (!weights_load_format_from_name(o.load_format, &wo.load_format))
     die("generate: --load-format '%s' is unknown; use auto, safetensors or dummy", o.load_format);
+  if (!weights_formats_from_name(o.weight_format, o.model, &wo))
+    die("generate: --weight-format '%s' is unknown; use auto, f32, bf16 or q8", o.weight_format);
   TokenIds prompt = {0};
   prompt_tokens(&o, &prompt);
 

@@ -14,6 +14,7 @@
 #include "model/bf16.h"
 #include "model/checkpoint.h"
 #include "model/mxfp4.h"
+#include "model/q8.h"
 #include "model/safetensors.h"
 #include "model/weights_dummy.h"
 
@@ -44,8 +45,21 @@ typedef struct {
   void *generated;
 } Source;
 
-static const char *format_name(WeightFormat f) {
-  return f == WEIGHT_F32 ? "f32" : f == WEIGHT_BF16 ? "bf16" : "mxfp4";
+static const char *const FORMAT_NAMES[] = {
+    [WEIGHT_F32] = "f32", [WEIGHT_BF16] = "bf16", [WEIGHT_MXFP4] = "mxfp4", [WEIGHT_Q8] = "q8"};
+
+const char *weight_format_name(WeightFormat f) {
+  return f >= 0 && f < (int)(sizeof FORMAT_NAMES / sizeof *FORMAT_NAMES) ? FORMAT_NAMES[f] : "?";
+}
+
+bool weight_format_from_name(const char *name, WeightFormat *out) {
+  for (int f = 0; f < (int)(sizeof FORMAT_NAMES / sizeof *FORMAT_NAMES); f++) {
+    if (strcmp(name, FORMAT_NAMES[f]) == 0) {
+      *out = (WeightFormat)f;
+      return true;
+    }
+  }
+  return false;
 }
 
 static size_t format_size(WeightFormat f) { return f == WEIGHT_F32 ? sizeof(float) : 2; }
@@ -70,6 +84,15 @@ static bool role_is_matrix(CheckpointRole r) {
          r == CKPT_OUT_WEIGHT || r == CKPT_GATE_WEIGHT;
 }
 
+// The format a dense matrix is kept in: q8 is for the unembedding alone (at GPT-OSS's
+// vocabulary it is most of a token's multiply-adds and, at batch 1, of the bytes read); the
+// others stay bf16 then (exact from the checkpoint): 8-bit qkv weights moved a golden fixture's
+// logits by 19% (docs/PERF.md), and they are a small share of the time.
+static WeightFormat dense_format_of(CheckpointRole r, const WeightsOptions *o) {
+  if (o->dense_format == WEIGHT_Q8 && r != CKPT_UNEMBEDDING) return WEIGHT_BF16;
+  return o->dense_format;
+}
+
 static bool role_is_scales(CheckpointRole r) {
   return r == CKPT_MLP1_SCALES || r == CKPT_MLP2_SCALES;
 }
@@ -80,7 +103,13 @@ static int64_t kept_bytes(const CheckpointTensor *t, const WeightsOptions *o) {
     if (o->expert_format == WEIGHT_MXFP4) return t->num_bytes;
     return role_is_scales(t->role) ? 0 : t->num_params * (int64_t)format_size(o->expert_format);
   }
-  if (role_is_matrix(t->role)) return t->num_elements * (int64_t)format_size(o->dense_format);
+  if (role_is_matrix(t->role)) {
+    const WeightFormat f = dense_format_of(t->role, o);
+    if (f == WEIGHT_Q8)
+      return (int64_t)(q8_data_bytes(t->shape[0], t->shape[1]) +
+                       q8_num_scales(t->shape[0]) * sizeof(float));
+    return t->num_elements * (int64_t)format_size(f);
+  }
   return t->num_elements * (int64_t)sizeof(float);
 }
 
@@ -104,6 +133,8 @@ void weights_plan(const GptOssConfig *c, const WeightsOptions *o, WeightsPlan *p
 size_t weight_matrix_bytes(const WeightMatrix *m) {
   size_t n = (size_t)m->rows * (size_t)m->cols;
   if (m->format == WEIGHT_MXFP4) return n / 2 + n / MXFP4_BLOCK_SIZE;
+  if (m->format == WEIGHT_Q8)
+    return q8_data_bytes(m->rows, m->cols) + q8_num_scales(m->rows) * sizeof(float);
   return n * format_size(m->format);
 }
 
@@ -272,16 +303,44 @@ static bool load_vector(Loader *L, CheckpointRole role, int layer, const float *
   return v != NULL;
 }
 
-// A [rows, cols] matrix in the dense format; bf16 kept as bf16 is not copied.
+// Quantizes a [rows, cols] BF16 or F32 tensor into WEIGHT_Q8 buffers (q8.h), row by row.
+// data: [q8_data_bytes(rows, cols)], scales: [q8_num_scales(rows)]
+static void quantize_q8(const void *src, StDtype dtype, int64_t rows, int64_t cols, uint8_t *data,
+                        float *scales) {
+  const size_t elem = dtype == ST_F32 ? sizeof(float) : 2;
+  q8_clear(rows, cols, data, scales);
+#pragma omp parallel
+  {
+    float *row = xmalloc((size_t)cols * sizeof(float));  // [cols]
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+      convert_to_f32((const uint8_t *)src + (size_t)(r * cols) * elem, dtype, cols, row);
+      q8_quantize_row(row, r, cols, data, scales);
+    }
+    free(row);
+  }
+}
+
+// A [rows, cols] matrix in its dense format (dense_format_of); bf16 kept as bf16 is not copied.
 static bool load_dense(Loader *L, CheckpointRole role, int layer, WeightMatrix *m) {
   Source s;
   if (!source_get(L, role, layer, &s)) return false;
-  const WeightFormat f = L->options->dense_format;
-  *m = (WeightMatrix){.format = f, .rows = s.spec.shape[0], .cols = s.spec.shape[1]};
+  const WeightFormat f = dense_format_of(role, L->options);
+  const int64_t rows = s.spec.shape[0], cols = s.spec.shape[1];
+  *m = (WeightMatrix){.format = f, .rows = rows, .cols = cols};
   if (f == WEIGHT_BF16 && s.dtype == ST_BF16 && ((uintptr_t)s.data & 1) == 0) {
     m->data = s.data;
     source_adopt(L, &s);
     return true;
+  }
+  if (f == WEIGHT_Q8) {
+    uint8_t *data = loader_alloc(L, s.spec.name, q8_data_bytes(rows, cols));
+    float *scales = data ? loader_alloc(L, s.spec.name, q8_num_scales(rows) * sizeof(float)) : NULL;
+    if (scales) quantize_q8(s.data, s.dtype, rows, cols, data, scales);
+    source_release(&s);
+    m->data = data;
+    m->scales = scales;
+    return scales != NULL;
   }
   void *buf = loader_alloc(L, s.spec.name, (size_t)s.spec.num_elements * format_size(f));
   if (buf && f == WEIGHT_F32) convert_to_f32(s.data, s.dtype, s.spec.num_elements, buf);
@@ -420,16 +479,39 @@ static bool check_memory(const GptOssConfig *c, const WeightsOptions *o, const c
   snprintf(err, err_size,
            "%s: the weights need %.1f GiB kept as %s dense and %s experts, but "
            "this machine has %.1f GiB of memory (bf16 dense and mxfp4 experts need %.1f GiB)",
-           model, (double)p.loaded_bytes / gib, format_name(o->dense_format),
-           format_name(o->expert_format), have / gib, (double)small.loaded_bytes / gib);
+           model, (double)p.loaded_bytes / gib, weight_format_name(o->dense_format),
+           weight_format_name(o->expert_format), have / gib, (double)small.loaded_bytes / gib);
   return false;
+}
+
+bool weights_formats_from_name(const char *name, const char *model, WeightsOptions *o) {
+  if (strcmp(name, "auto") == 0) {
+    char dir[PATH_MAX];
+    const bool dummy =
+        o->load_format == LOAD_DUMMY ||
+        (o->load_format == LOAD_AUTO && !find_checkpoint_dir(model, dir, sizeof dir));
+    name = dummy ? "q8" : "f32";
+  }
+  if (strcmp(name, "f32") == 0) {
+    o->dense_format = o->expert_format = WEIGHT_F32;
+    return true;
+  }
+  if (strcmp(name, "bf16") != 0 && strcmp(name, "q8") != 0) return false;
+  o->dense_format = name[0] == 'b' ? WEIGHT_BF16 : WEIGHT_Q8;
+  o->expert_format = WEIGHT_MXFP4;
+  return true;
 }
 
 bool weights_load(const char *model, const WeightsOptions *o, GptOssWeights *w, char *err,
                   size_t err_size) {
   *w = (GptOssWeights){0};
   if (o->dense_format == WEIGHT_MXFP4) {
-    snprintf(err, err_size, "dense weights are kept as f32 or bf16, not mxfp4");
+    snprintf(err, err_size,
+             "dense weights are kept as f32 or bf16 (q8: the unembedding), not mxfp4");
+    return false;
+  }
+  if (o->expert_format == WEIGHT_Q8) {
+    snprintf(err, err_size, "expert weights are kept as f32, bf16 or mxfp4, not q8");
     return false;
   }
   char dir[PATH_MAX];

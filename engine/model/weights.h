@@ -16,6 +16,9 @@ typedef enum {
   WEIGHT_BF16,   // data: uint16_t [rows, cols] (bf16 bits)
   WEIGHT_MXFP4,  // data: uint8_t [rows, cols / 32, 16] (two e2m1 codes per byte, low nibble
                  // first); scales: uint8_t [rows, cols / 32] (e8m0, bias 127)
+  WEIGHT_Q8,     // 8-bit, one scale per row (model/q8.h: layout, quantization, accuracy):
+                 // data: uint8_t [q8_tiles(rows), q8_groups(cols), 16, 4] (q + 128, 16 rows by
+                 // 4 columns per 64 bytes); scales: float [q8_tiles(rows) * 16]
 } WeightFormat;
 
 typedef struct {
@@ -59,7 +62,9 @@ typedef struct {
   // load: exact, for the golden tests); WEIGHT_MXFP4 keeps the checkpoint's bytes (mapped, not
   // copied); WEIGHT_BF16 is exact too (every MXFP4 value is a bf16).
   WeightFormat expert_format;
-  WeightFormat dense_format;  // qkv, out, router, embedding, unembedding: F32 or BF16
+  // qkv, out, router, embedding, unembedding: F32, BF16 or Q8. Q8 (quantized at load, see q8.h)
+  // applies to the unembedding only; the other dense matrices are then kept as BF16.
+  WeightFormat dense_format;
   uint64_t seed;              // dummy weights
 } WeightsOptions;
 
@@ -75,6 +80,20 @@ typedef struct {
   int64_t checkpoint_bytes;  // the three together
   int64_t loaded_bytes;      // GptOssWeights in the options' formats
 } WeightsPlan;
+
+// "f32" | "bf16" | "mxfp4" | "q8" <-> WeightFormat; false for anything else.
+const char *weight_format_name(WeightFormat f);
+bool weight_format_from_name(const char *name, WeightFormat *out);
+
+// The kept formats named by a --weight-format value, into o->dense_format and o->expert_format:
+//   "f32"   float32 dense and experts: exact (the golden tests' formats), the slowest
+//   "bf16"  bf16 dense, MXFP4 experts (the checkpoint's formats, exact for a checkpoint)
+//   "q8"    q8 unembedding (q8.h: within 1/254 of each row's largest weight), bf16 for the
+//           other dense matrices, MXFP4 experts: the fastest on CPU (docs/PERF.md)
+//   "auto"  "q8" when model gets dummy weights (o->load_format dummy, or auto and model is no
+//           checkpoint folder), "f32" for a checkpoint folder
+// False for any other name.
+bool weights_formats_from_name(const char *name, const char *model, WeightsOptions *o);
 
 // "auto" | "safetensors" | "dummy" -> LoadFormat; false for anything else.
 bool weights_load_format_from_name(const char *name, LoadFormat *out);

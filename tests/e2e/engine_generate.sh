@@ -45,6 +45,22 @@ dummy_chat() {
 }
 tap_ok "dummy gpt-oss-tiny: a harmony chat prompt (64 ids) generates" dummy_chat
 
+# The same greedy ids from float32 and 8-bit weights on a short dummy prompt (their logits differ
+# by about 1e-2 relative: docs/PERF.md).
+dummy_formats_agree() {
+  local f
+  for f in f32 q8 bf16; do
+    "$bin" generate --model gpt-oss-tiny --load-format dummy --weight-format "$f" \
+      --prompt-ids 1,2,3,4,5,6,7,8 --max-tokens 2 --ignore-eos > "$tmp/$f.json" || return 1
+  done
+  node -e 'const ids = f => JSON.stringify(JSON.parse(require("fs").readFileSync(f)).output_ids);
+           process.exit(ids(process.argv[1]) === ids(process.argv[2]) &&
+                        ids(process.argv[1]) === ids(process.argv[3]) ? 0 : 1)' \
+    "$tmp/f32.json" "$tmp/q8.json" "$tmp/bf16.json"
+}
+tap_ok "dummy gpt-oss-tiny: --weight-format f32, q8 and bf16 pick the same greedy ids" \
+  dummy_formats_agree
+
 fails_with() {  # expected text, args...
   local want=$1; shift
   ! "$bin" generate "$@" > /dev/null 2> "$tmp/err" && grep -qF -- "$want" "$tmp/err"
@@ -56,5 +72,7 @@ tap_ok "id outside the vocabulary: error names it" \
   fails_with "prompt id 5000" --model "$fixtures/a" --prompt-ids 1,5000 --max-tokens 1
 tap_ok "unknown model: error lists the presets" \
   fails_with "gpt-oss-tiny" --model no-such-model --prompt-ids 1 --max-tokens 1
+tap_ok "unknown --weight-format: error names the flag" \
+  fails_with "--weight-format 'f16'" --model "$fixtures/a" --weight-format f16 --prompt-ids 1 --max-tokens 1
 tap_ok "--max-tokens 0 is refused" fails_with "--max-tokens" --model "$fixtures/a" --prompt-ids 1 --max-tokens 0
 tap_done

@@ -35,8 +35,9 @@ message() { echo "Question $1: what is $1 + $1? Explain briefly."; }
 
 # The reference: one generate call per distinct prompt.
 for i in $(seq 0 $((NUM_PROMPTS - 1))); do
-  "$engine" generate --model gpt-oss-tiny --chat "$(message "$i")" --max-tokens $MAX_TOKENS \
-    --ignore-eos > "$tmp/ref$i.json" || { echo "Bail out! generate failed"; exit 1; }
+  "$engine" generate --model gpt-oss-tiny --weight-format f32 --chat "$(message "$i")" \
+    --max-tokens $MAX_TOKENS --ignore-eos > "$tmp/ref$i.json" ||
+    { echo "Bail out! generate failed"; exit 1; }
 done
 
 start_server() {  # flags...; sets $url and $server_pid

@@ -1,9 +1,11 @@
 // test_cpu_ops.c: every op of the CPU backend (engine/backend/cpu) through its Backend table,
 // against naive double-precision references written here (never the backend's own helpers) and
-// against hand-computed values: linear in F32, BF16 and MXFP4 (hand-made bytes) on both of its
-// paths, embed, RMSNorm, RoPE, kv_write, gather_rows, paged attention with sinks (sliding window
-// boundary, GQA, block layout, batching, decode after prefill) and MoE (top-k and softmax over the
-// k, SwiGLU clamp, experts shared by several tokens).
+// against hand-computed values: linear in F32, BF16, MXFP4 (hand-made bytes) and Q8 on both of
+// its paths, embed, RMSNorm, RoPE, kv_write, gather_rows, paged attention with sinks (sliding
+// window boundary, GQA, block layout, batching, decode after prefill, GPT-OSS's own shape) and
+// MoE (top-k and softmax over the k, SwiGLU clamp, experts shared by several tokens). Every test
+// runs twice: on the portable backend (float32 inputs: near-exact bounds) and on the default one
+// (the AVX-512 kernels where this CPU has them: inputs rounded to bf16 or int8, bounds to match).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +18,11 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "common/check.h"
+#include "model/q8.h"
+
+// Whether the group running now uses the default backend (the AVX-512 kernels where the CPU has
+// them) rather than the portable one.
+static bool g_fast;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers: random numbers, comparisons, weights in each format.
@@ -77,7 +84,7 @@ typedef struct {
   WeightMatrix m;
   double *dense;  // [rows, cols]
   void *data;
-  uint8_t *scales;
+  void *scales;  // MXFP4: uint8_t; Q8: float
 } TestWeight;
 
 static TestWeight weight_make(WeightFormat f, int64_t rows, int64_t cols, Rng *r, float scale) {
@@ -95,18 +102,32 @@ static TestWeight weight_make(WeightFormat f, int64_t rows, int64_t cols, Rng *r
       w.dense[i] = bf16_to_double(d[i]);
     }
     w.data = d;
+  } else if (f == WEIGHT_Q8) {
+    uint8_t *d = xmalloc(q8_data_bytes(rows, cols));
+    w.scales = xmalloc(q8_num_scales(rows) * sizeof(float));
+    float *row = xmalloc((size_t)cols * sizeof(float));
+    q8_clear(rows, cols, d, (float *)w.scales);
+    for (int64_t i = 0; i < rows; i++) {
+      fill(r, row, (size_t)cols, scale);
+      q8_quantize_row(row, i, cols, d, (float *)w.scales);
+      q8_decode_row(d, (float *)w.scales, i, cols, row);
+      for (int64_t c = 0; c < cols; c++) w.dense[i * cols + c] = row[c];
+    }
+    free(row);
+    w.data = d;
+    w.m.scales = w.scales;
   } else {
     assert_int_equal(cols % 32, 0);
     const size_t num_groups = (size_t)rows * (size_t)(cols / 32);
-    uint8_t *blocks = xmalloc(num_groups * 16);
-    w.scales = xmalloc(num_groups);
+    uint8_t *blocks = xmalloc(num_groups * 16), *scales = xmalloc(num_groups);
+    w.scales = scales;
     for (size_t g = 0; g < num_groups; g++) {
-      w.scales[g] = (uint8_t)(124 + rng_next(r) % 6);  // 2^-3 .. 2^2
+      scales[g] = (uint8_t)(124 + rng_next(r) % 6);  // 2^-3 .. 2^2
       for (int j = 0; j < 16; j++) {
         uint8_t byte = (uint8_t)rng_next(r);
         blocks[g * 16 + j] = byte;
-        w.dense[g * 32 + 2 * j] = ldexp(E2M1[byte & 15], w.scales[g] - 127);
-        w.dense[g * 32 + 2 * j + 1] = ldexp(E2M1[byte >> 4], w.scales[g] - 127);
+        w.dense[g * 32 + 2 * j] = ldexp(E2M1[byte & 15], scales[g] - 127);
+        w.dense[g * 32 + 2 * j + 1] = ldexp(E2M1[byte >> 4], scales[g] - 127);
       }
     }
     w.data = blocks;
@@ -142,7 +163,14 @@ static double ref_linear(const double *w, int64_t rows, int64_t cols, const floa
   return magnitude;
 }
 
-static int setup_backend(void **state) {
+static int setup_portable(void **state) {
+  g_fast = false;
+  *state = cpu_backend_create_portable(2);
+  return *state ? 0 : -1;
+}
+
+static int setup_fast(void **state) {
+  g_fast = true;
   *state = cpu_backend_create(2);
   return *state ? 0 : -1;
 }
@@ -156,6 +184,34 @@ static int teardown_backend(void **state) {
 // ---------------------------------------------------------------------------------------------
 // linear
 
+// Whether the backend under test multiplies format f with an AVX-512 kernel (the same question
+// cpu_backend_create asks the CPU).
+static bool uses_kernel(WeightFormat f) {
+  if (!g_fast || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl"))
+    return false;
+  if (f == WEIGHT_Q8) return __builtin_cpu_supports("avx512vnni");
+  return (f == WEIGHT_BF16 || f == WEIGHT_MXFP4) && __builtin_cpu_supports("avx512bf16");
+}
+
+// The input the backend multiplies: x itself, or x rounded as the kernel rounds it: to bf16
+// (nearest even), or to int8 steps of max |x row| / 127 (cpu_q8.c's arithmetic, in float).
+// x: [num_rows, cols]; returns [num_rows, cols]
+static float *kernel_input(WeightFormat f, const float *x, int num_rows, int64_t cols) {
+  float *out = xmalloc((size_t)(num_rows * cols + 1) * sizeof(float));
+  memcpy(out, x, (size_t)(num_rows * cols) * sizeof(float));
+  if (!uses_kernel(f)) return out;
+  for (int m = 0; m < num_rows; m++) {
+    float *row = out + m * cols, amax = 0;
+    for (int64_t c = 0; c < cols; c++) amax = fmaxf(amax, fabsf(row[c]));
+    const float inv = amax > 0 ? 127.0f / amax : 0.0f, step = amax / 127.0f;
+    for (int64_t c = 0; c < cols; c++)
+      row[c] = f == WEIGHT_Q8 ? (float)((double)nearbyintf(row[c] * inv) * step)
+                              : (float)bf16_to_double(bf16_from_float(row[c]));
+  }
+  return out;
+}
+
 // One linear call against the reference: bias or not, accumulate or not.
 static void check_linear(Backend *be, WeightFormat f, int num_rows, int64_t rows, int64_t cols,
                          bool with_bias, bool accumulate, uint64_t seed) {
@@ -167,8 +223,10 @@ static void check_linear(Backend *be, WeightFormat f, int num_rows, int64_t rows
   float *y0 = xmalloc((size_t)(num_rows * rows) * sizeof(float));  // [num_rows, rows]
   memcpy(y0, y, (size_t)(num_rows * rows) * sizeof(float));
   double *want = xmalloc((size_t)(num_rows * rows) * sizeof(double));
-  double magnitude = ref_linear(w.dense, rows, cols, x, num_rows, with_bias ? bias : NULL,
+  float *x_seen = kernel_input(f, x, num_rows, cols);  // [num_rows, cols]
+  double magnitude = ref_linear(w.dense, rows, cols, x_seen, num_rows, with_bias ? bias : NULL,
                                 accumulate ? y0 : NULL, want);
+  free(x_seen);
   be->linear(be, &w.m, with_bias ? bias : NULL, x, num_rows, y, accumulate);
   char what[96];
   snprintf(what, sizeof what, "linear fmt %d [%d x %lld] x [%lld]^T", (int)f, num_rows,
@@ -206,6 +264,18 @@ static void test_linear_mxfp4(void **state) {
     for (int v = 0; v < 4; v++)
       check_linear(be, WEIGHT_MXFP4, shapes[i][0], shapes[i][1], shapes[i][2], v & 1, v & 2,
                    300 + i * 4 + v);
+}
+
+// Q8 weights (model/q8.h), padding rows and columns included: tile and group tails, one and two
+// tiles of 16 rows, several register blocks of 8 input rows, more than 256 input rows.
+static void test_linear_q8(void **state) {
+  Backend *be = *state;
+  const int shapes[][3] = {{1, 1, 1},    {1, 7, 5},    {2, 16, 4},   {3, 17, 33},   {9, 33, 96},
+                           {1, 65, 512}, {8, 48, 130}, {37, 70, 96}, {300, 40, 20}, {6, 300, 2880}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (int v = 0; v < 4; v++)
+      check_linear(be, WEIGHT_Q8, shapes[i][0], shapes[i][1], shapes[i][2], v & 1, v & 2,
+                   900 + i * 4 + v);
 }
 
 // Hand-made MXFP4 bytes: low nibble = even element, scale bias 127, blocks along the columns.
@@ -719,6 +789,28 @@ static void test_attention_mixed_batch(void **state) {
   attn_free(&a);
 }
 
+// GPT-OSS's own shape (16 query heads, 2 KV heads of 64, a window of 128 on sliding layers) over
+// more than one window: a prefill of 150 tokens, a chunk of 30, then two decode steps.
+static void test_attention_gpt_oss_shape(void **state) {
+  Backend *be = *state;
+  const int lens[] = {182, 37}, which[] = {0, 1};
+  for (int window = 0; window <= 128; window += 128) {
+    Attn a;
+    attn_init(&a, 16, 2, 64, window, lens, 2, 780 + window);
+    for (int h = 0; h < 16; h++) a.sinks[h] *= 0.25f;  // keys, not the sink, take most weight
+    attn_cache_init(&a, 11);
+    const int start[3][2] = {{0, 0}, {150, 30}, {180, 35}},
+              end[3][2] = {{150, 30}, {180, 35}, {182, 37}};
+    float *out = xmalloc((150 + 30) * 16 * 64 * sizeof(float));
+    for (int step = 0; step < 3; step++) {
+      attn_step(be, &a, which, start[step], end[step], 2, out);
+      attn_expect_ref(&a, which, start[step], end[step], 2, out);
+    }
+    free(out);
+    attn_free(&a);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // moe: a layer of random experts in one format, and a naive per-token reference.
 
@@ -740,7 +832,10 @@ static void moe_init(Moe *m, int hidden, int experts, int k, int inter, WeightFo
                         .hidden_size = hidden,
                         .intermediate_size = inter,
                         .swiglu_limit = 7.0f};
-  m->gate = weight_make(f == WEIGHT_MXFP4 ? WEIGHT_BF16 : f, experts, hidden, r, 1.0f);
+  // The default backend rounds a BF16 router's input to bf16, which may swap two nearly tied
+  // experts of this random data: its router is float32, so routing is exact on both backends.
+  const WeightFormat router = g_fast || f == WEIGHT_F32 ? WEIGHT_F32 : WEIGHT_BF16;
+  m->gate = weight_make(router, experts, hidden, r, 1.0f);
   m->gate_bias = random_floats(r, (size_t)experts, 1.0f);
   m->mlp1 = xcalloc((size_t)experts, sizeof(TestWeight));
   m->mlp2 = xcalloc((size_t)experts, sizeof(TestWeight));
@@ -837,7 +932,9 @@ static double check_moe(Backend *be, const Moe *m, int num_tokens, float x_scale
     scale = fmax(scale, fabs(want[i]));
     clamp_effect = fmax(clamp_effect, fabs(want[i] - unclamped[i]));
   }
-  expect_close(res, want, (size_t)num_tokens * H, 1e-5 * scale, 1e-4, "moe");
+  // bf16 experts on the default backend: mlp1's and mlp2's inputs rounded to bf16.
+  const bool rounded = g_fast && m->mlp1[0].m.format != WEIGHT_F32;
+  expect_close(res, want, (size_t)num_tokens * H, (rounded ? 4e-3 : 1e-5) * scale, 1e-4, "moe");
   free(x), free(res), free(want), free(unclamped);
   return clamp_effect;
 }
@@ -985,6 +1082,7 @@ int main(void) {
       cmocka_unit_test(test_linear_bf16),
       cmocka_unit_test(test_linear_mxfp4),
       cmocka_unit_test(test_linear_mxfp4_hand),
+      cmocka_unit_test(test_linear_q8),
       cmocka_unit_test(test_embed),
       cmocka_unit_test(test_rmsnorm),
       cmocka_unit_test(test_rope_hand),
@@ -997,6 +1095,7 @@ int main(void) {
       cmocka_unit_test(test_attention_batch_equals_alone),
       cmocka_unit_test(test_attention_decode_after_prefill),
       cmocka_unit_test(test_attention_mixed_batch),
+      cmocka_unit_test(test_attention_gpt_oss_shape),
       cmocka_unit_test(test_moe_vs_naive),
       cmocka_unit_test(test_moe_quantized_experts),
       cmocka_unit_test(test_moe_clamp_random),
@@ -1004,5 +1103,8 @@ int main(void) {
       cmocka_unit_test(test_moe_topk_ties_and_softmax),
       cmocka_unit_test(test_moe_grouping),
   };
-  return cmocka_run_group_tests(tests, setup_backend, teardown_backend);
+  const int portable_failed =
+      cmocka_run_group_tests_name("portable backend", tests, setup_portable, teardown_backend);
+  return portable_failed +
+         cmocka_run_group_tests_name("default backend", tests, setup_fast, teardown_backend);
 }

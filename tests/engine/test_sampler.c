@@ -49,6 +49,30 @@ static void test_greedy_is_argmax_with_lowest_id_on_ties(void **state) {
   sampler_scratch_free(&s);
 }
 
+// Greedy over lengths around the sampler's blocks of 16: the maximum first, last, in the tail,
+// tied across lanes (the lowest id wins), next to NaNs (which never win unless at index 0).
+static void test_greedy_at_every_position_and_length(void **state) {
+  (void)state;
+  SamplingParams p = {.temperature = 0, .top_p = 1};
+  SamplerRng rng;
+  sampler_rng_seed(&rng, 0);
+  SamplerScratch s = {0};
+  float x[70];
+  for (int n = 1; n <= 70; n++) {
+    for (int at = 0; at < n; at++) {
+      for (int i = 0; i < n; i++) x[i] = (float)((i * 7) % 5) - 10.0f;
+      x[at] = 3.0f;
+      if (at + 17 < n) x[at + 17] = 3.0f;  // a tie in another lane, later
+      if (at + 1 < n) x[at + 1] = NAN;
+      assert_int_equal(sampler_sample(x, n, &p, &rng, &s), at);
+    }
+  }
+  for (int i = 0; i < 40; i++) x[i] = (float)i;
+  x[0] = NAN;
+  assert_int_equal(sampler_sample(x, 40, &p, &rng, &s), 0);
+  sampler_scratch_free(&s);
+}
+
 static void test_temperature_follows_the_softmax(void **state) {
   (void)state;
   double probs[] = {0.5, 0.3, 0.15, 0.05};
@@ -149,6 +173,7 @@ static void test_kept_set_matches_a_full_sort(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_greedy_is_argmax_with_lowest_id_on_ties),
+      cmocka_unit_test(test_greedy_at_every_position_and_length),
       cmocka_unit_test(test_temperature_follows_the_softmax),
       cmocka_unit_test(test_top_k_and_top_p),
       cmocka_unit_test(test_same_seed_same_tokens),

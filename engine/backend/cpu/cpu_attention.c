@@ -1,9 +1,9 @@
 // cpu_attention.c: paged causal attention with sinks (spec gptoss-model.md section 2.1): each
 // (token, kv head) pair walks that token's visible keys in its sequence's blocks with an online
-// softmax for the query heads of the group, the running max starting at each head's sink. Reads
-// the cache, never writes it (kv_write comes first).
+// softmax for the query heads of the group, the running max starting at each head's sink; the
+// pairs are split across threads. This file's loop is the portable one; on AVX-512 CPUs each
+// pair goes to cpu_attn512.c's. Reads the cache, never writes it (kv_write comes first).
 #include <math.h>
-#include <omp.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_internal.h"
@@ -85,6 +85,35 @@ static void cpu_attn_group(const AttentionArgs *a, int t, int s, int kvh, int lo
   }
 }
 
+typedef struct {
+  const AttentionArgs *a;
+  float *bufs;  // [num_threads, per_thread]
+  size_t per_thread;
+  bool avx512;
+} CpuAttnCtx;
+
+// Items begin .. end - 1: (token, kv head) pairs.
+static void cpu_attn_task(void *ctx, int64_t begin, int64_t end, int tid) {
+  const CpuAttnCtx *c = ctx;
+  const AttentionArgs *a = c->a;
+  const Batch *b = a->batch;
+  const int group = a->num_heads / a->num_kv_heads;
+  float *scores = c->bufs + (size_t)tid * c->per_thread;  // [group, CHUNK] or cpu_attn512's
+  float *acc = scores + (size_t)group * CPU_ATTN_CHUNK;   // [group, head_dim]
+  for (int64_t item = begin; item < end; item++) {
+    const int t = (int)(item / a->num_kv_heads), kvh = (int)(item % a->num_kv_heads);
+    const int s = cpu_attn_seq_of(b, t);
+    const int pos = b->positions[t];
+    CHECK(pos >= 0 && pos < b->seq_lens[s]);
+    int lo = 0;
+    if (a->sliding_window > 0 && pos - a->sliding_window + 1 > 0) lo = pos - a->sliding_window + 1;
+    if (c->avx512)
+      cpu_attn512_group(a, t, s, kvh, lo, pos, scores);
+    else
+      cpu_attn_group(a, t, s, kvh, lo, pos, scores, acc);
+  }
+}
+
 void cpu_attention(Backend *be, const AttentionArgs *a) {
   const Batch *b = a->batch;
   CHECK(a->num_kv_heads > 0 && a->num_heads % a->num_kv_heads == 0);
@@ -92,24 +121,11 @@ void cpu_attention(Backend *be, const AttentionArgs *a) {
   CHECK(a->layer >= 0 && a->layer < a->kv->num_layers);
   const int group = a->num_heads / a->num_kv_heads, head_dim = a->head_dim;
   const int num_threads = cpu_state(be)->num_threads;
-  const size_t per_thread = (size_t)group * (CPU_ATTN_CHUNK + (size_t)head_dim);
-  float *bufs = cpu_scratch(be, CPU_SCRATCH_ATTENTION,
-                            (size_t)num_threads * per_thread * sizeof(float));  // [threads, ...]
+  CpuAttnCtx c = {.a = a, .avx512 = cpu_state(be)->avx512 && cpu_attn512_fits(a)};
+  c.per_thread = c.avx512 ? cpu_attn512_scratch_floats(a)
+                          : (size_t)group * (CPU_ATTN_CHUNK + (size_t)head_dim);
+  c.bufs =
+      cpu_scratch(be, CPU_SCRATCH_ATTENTION, (size_t)num_threads * c.per_thread * sizeof(float));
   const int64_t num_items = (int64_t)b->num_tokens * a->num_kv_heads;
-#pragma omp parallel num_threads(num_threads)
-  {
-    float *scores = bufs + (size_t)omp_get_thread_num() * per_thread;  // [group, CHUNK]
-    float *acc = scores + (size_t)group * CPU_ATTN_CHUNK;              // [group, head_dim]
-#pragma omp for schedule(dynamic, 4)
-    for (int64_t item = 0; item < num_items; item++) {
-      const int t = (int)(item / a->num_kv_heads), kvh = (int)(item % a->num_kv_heads);
-      const int s = cpu_attn_seq_of(b, t);
-      const int pos = b->positions[t];
-      CHECK(pos >= 0 && pos < b->seq_lens[s]);
-      int lo = 0;
-      if (a->sliding_window > 0 && pos - a->sliding_window + 1 > 0)
-        lo = pos - a->sliding_window + 1;
-      cpu_attn_group(a, t, s, kvh, lo, pos, scores, acc);
-    }
-  }
+  cpu_parallel(be, num_items, 4, cpu_attn_task, &c);
 }

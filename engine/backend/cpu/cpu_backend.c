@@ -1,10 +1,11 @@
-// cpu_backend.c: the CPU backend's table, its state (thread count, scratch) and its memory
-// (host allocations). Owns the OpenBLAS thread setting (one thread per call). Computes nothing:
-// each op lives in its own file (cpu_ops.c, cpu_linear.c, cpu_attention.c, cpu_moe.c).
+// cpu_backend.c: the CPU backend's table, its state (thread pool, which AVX-512 kernels the CPU
+// runs, scratch) and its memory (host allocations). Owns the OpenBLAS thread setting (one thread
+// per call). Computes nothing: each op lives in its own file (cpu_ops.c, cpu_linear.c,
+// cpu_attention.c, cpu_moe.c and their kernels).
 #include "backend/cpu/cpu_backend.h"
 
 #include <cblas.h>
-#include <omp.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_internal.h"
@@ -37,17 +38,29 @@ static void cpu_free(Backend *be, void *ptr) {
 static void cpu_destroy(Backend *be) {
   if (!be) return;
   CpuState *st = cpu_state(be);
+  cpu_pool_destroy(st->pool);
   for (int i = 0; i < CPU_SCRATCH_COUNT; i++) free(st->scratch[i].ptr);
   free(st);
   free(be);
 }
 
-Backend *cpu_backend_create(int num_threads) {
-  if (num_threads <= 0) num_threads = omp_get_num_procs();
+// The AVX-512 subsets a kernel needs besides its own instructions.
+static bool cpu_has_avx512_base(void) {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
+
+static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
+  if (num_threads <= 0) num_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (num_threads <= 0) num_threads = 1;
   CpuState *st = xcalloc(1, sizeof(*st));
   st->num_threads = num_threads;
-  // The ops split matrix products across their own OpenMP threads and call OpenBLAS from each
-  // of them, single-threaded: two pools of spinning threads on the same cores would fight.
+  st->pool = cpu_pool_create(num_threads);
+  st->avx512 = fast_kernels && cpu_has_avx512_base();
+  st->avx512_vnni = st->avx512 && __builtin_cpu_supports("avx512vnni");
+  st->avx512_bf16 = st->avx512 && __builtin_cpu_supports("avx512bf16");
+  // The ops split matrix products across the pool's threads and call OpenBLAS from each of them,
+  // single-threaded: two pools of spinning threads on the same cores would fight.
   openblas_set_num_threads(1);
 
   Backend *be = xcalloc(1, sizeof(*be));
@@ -65,4 +78,10 @@ Backend *cpu_backend_create(int num_threads) {
   be->free = cpu_free;
   be->destroy = cpu_destroy;
   return be;
+}
+
+Backend *cpu_backend_create(int num_threads) { return cpu_backend_new(num_threads, true); }
+
+Backend *cpu_backend_create_portable(int num_threads) {
+  return cpu_backend_new(num_threads, false);
 }

@@ -1,5 +1,6 @@
 // cpu_backend.h: the CPU backend (the reference for every other backend): float32 activations,
-// OpenBLAS for the matrix products, all cores for the rest.
+// AVX-512 kernels for Q8, BF16 and MXFP4 weights where the CPU has them (chosen at run time),
+// OpenBLAS for float32 weights and as the portable path, all cores for the rest.
 #ifndef GE_BACKEND_CPU_CPU_BACKEND_H
 #define GE_BACKEND_CPU_CPU_BACKEND_H
 
@@ -7,5 +8,7 @@
 
 // num_threads <= 0: one per core.
 Backend *cpu_backend_create(int num_threads);
+// The same without the AVX-512 kernels, as on a CPU that lacks them (for tests and comparisons).
+Backend *cpu_backend_create_portable(int num_threads);
 
 #endif

@@ -1,12 +1,13 @@
-// cpu_decode.c: turns rows of a WeightMatrix (F32, BF16, MXFP4) into float32, for embedding
+// cpu_decode.c: turns rows of a WeightMatrix (F32, BF16, MXFP4, Q8) into float32, for embedding
 // look-ups and for the linear paths that multiply decoded tiles. Reads weights, writes only out;
-// the bit layouts are model/bf16.h's and model/mxfp4.h's, not repeated here.
+// the bit layouts are model/bf16.h's, model/mxfp4.h's and model/q8.h's, not repeated here.
 #include <string.h>
 
 #include "backend/cpu/cpu_internal.h"
 #include "common/check.h"
 #include "model/bf16.h"
 #include "model/mxfp4.h"
+#include "model/q8.h"
 
 // src: [n] bf16 bits, out: [n]. Eight at a time: GCC vectorises fixed-size inner loops at -O2.
 static void cpu_decode_bf16(const uint16_t *src, int64_t n, float *out) {
@@ -36,6 +37,10 @@ void cpu_decode_rows(const WeightMatrix *w, int64_t row0, int64_t num_rows, floa
                          out + (r - row0) * cols);
       return;
     }
+    case WEIGHT_Q8:
+      for (int64_t r = row0; r < row0 + num_rows; r++)
+        q8_decode_row(w->data, w->scales, r, cols, out + (r - row0) * cols);
+      return;
   }
   CHECK(!"unknown weight format");
 }

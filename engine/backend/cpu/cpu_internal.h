@@ -1,19 +1,23 @@
-// cpu_internal.h: what the CPU backend's files share: the backend state (thread count, growing
-// scratch buffers), the op entry points the table in cpu_backend.c points at, and a small
+// cpu_internal.h: what the CPU backend's files share: the backend state (thread pool, which
+// AVX-512 kernels run, growing scratch buffers), the parallel-loop helpers, the op entry points
+// the table in cpu_backend.c points at, the AVX-512 kernels' entry points, and a small
 // deterministic dot product. Not for use outside engine/backend/cpu.
 #ifndef GE_BACKEND_CPU_CPU_INTERNAL_H
 #define GE_BACKEND_CPU_CPU_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_pool.h"
 
 // Independent scratch buffers: an op may hold several at once (each grows on its own, so a
 // pointer from one slot stays valid while another grows). An op must not call another op that
 // uses a slot it holds.
 typedef enum {
   CPU_SCRATCH_DECODE,     // linear: decoded weight tiles or per-thread decoded rows
+  CPU_SCRATCH_INPUT,      // linear: the input rows converted for a kernel (bf16, int8)
   CPU_SCRATCH_ATTENTION,  // attention: per-thread running sums and scores
   CPU_SCRATCH_MOE,        // moe: router logits, top-k, expert grouping, per-expert activations
   CPU_SCRATCH_COUNT,
@@ -26,16 +30,60 @@ typedef struct {
 
 typedef struct {
   int num_threads;
+  CpuPool *pool;  // the threads every op's loops run on (cpu_pool.h)
+  // The AVX-512 kernels this CPU runs (cpu_backend_create asks the CPU; a portable backend
+  // leaves them false: scalar attention, OpenBLAS on decoded float32 tiles).
+  bool avx512;       // AVX512F/BW/VL: cpu_attn512.c
+  bool avx512_vnni;  // AVX512F/BW/VL + VNNI: cpu_q8.c
+  bool avx512_bf16;  // AVX512F/BW/VL + BF16: cpu_bf16.c
   CpuScratch scratch[CPU_SCRATCH_COUNT];
 } CpuState;
 
 static inline CpuState *cpu_state(Backend *be) { return (CpuState *)be->state; }
+
+// Pieces of a loop handed out per thread: enough that a preempted thread holds up little.
+#define CPU_PIECES_PER_THREAD 4
+
+// Runs task over items 0 .. num_items - 1 on the backend's threads, grain items a piece.
+static inline void cpu_parallel(Backend *be, int64_t num_items, int64_t grain, CpuTask task,
+                                void *ctx) {
+  cpu_pool_run(cpu_state(be)->pool, num_items, grain, task, ctx);
+}
+
+// The grain for num_items items of work_per_item each: all on the caller when the whole is
+// below min_work, else CPU_PIECES_PER_THREAD pieces per thread.
+static inline int64_t cpu_grain(Backend *be, int64_t num_items, int64_t work_per_item,
+                                int64_t min_work) {
+  if (num_items * work_per_item < min_work) return num_items;
+  const int64_t pieces = (int64_t)cpu_state(be)->num_threads * CPU_PIECES_PER_THREAD;
+  return (num_items + pieces - 1) / pieces;
+}
 
 // At least bytes of scratch in slot (contents undefined), 64-byte aligned; grows, never shrinks.
 void *cpu_scratch(Backend *be, CpuScratchSlot slot, size_t bytes);
 
 // Decodes weight rows row0 .. row0 + num_rows - 1 of w to float.   out: [num_rows, w->cols]
 void cpu_decode_rows(const WeightMatrix *w, int64_t row0, int64_t num_rows, float *out);
+
+// y += x W^T with the AVX-512 kernels (y already holds the bias or zeros), on the calling thread
+// alone when serial. cpu_q8_linear: WEIGHT_Q8 (needs avx512_vnni); cpu_bf16_linear: WEIGHT_BF16
+// and WEIGHT_MXFP4 (needs avx512_bf16).   x: [num_rows, w->cols], y: [num_rows, w->rows]
+void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
+                   bool serial);
+void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
+                     bool serial);
+
+// Attention of token t's query heads in kv head kvh's group over keys lo .. hi of sequence s
+// with AVX-512 (cpu_attn512.c), when cpu_attn512_fits(a): head_dim a multiple of 16 up to 256,
+// at most CPU_ATTN512_MAX_GROUP query heads per kv head. scratch: [cpu_attn512_scratch_floats(a)]
+#define CPU_ATTN512_MAX_GROUP 64
+bool cpu_attn512_fits(const AttentionArgs *a);
+size_t cpu_attn512_scratch_floats(const AttentionArgs *a);
+void cpu_attn512_group(const AttentionArgs *a, int t, int s, int kvh, int lo, int hi,
+                       float *scratch);
+
+// cpu_moe's SwiGLU of one row with AVX-512 (cpu_moe512.c).  h: [2 * inter], act: [inter]
+void cpu_swiglu512_row(const float *h, int inter, float limit, float *act);
 
 // The ops (backend.h documents each).
 void cpu_embed(Backend *be, const WeightMatrix *table, const uint32_t *ids, int num_tokens,

@@ -1,11 +1,11 @@
-// cpu_linear.c: y = x W^T + b for every weight format. The output features are split across
-// the backend's threads; each runs single-threaded OpenBLAS on its slice: F32 weights directly,
-// BF16 and MXFP4 either decoded a tile of rows at a time (many input rows) or one row at a time
-// dotted with every input row (a few input rows, where reading the weights is the whole cost).
-// One function per path, chosen in cpu_linear, so a faster kernel for one format or shape slots
-// in beside them. Never writes the weights.
+// cpu_linear.c: y = x W^T + b for every weight format. Q8, BF16 and MXFP4 weights go to the
+// AVX-512 kernels (cpu_q8.c, cpu_bf16.c) when the CPU has them. Otherwise, and for F32, the
+// output features are split across the backend's threads; each runs single-threaded OpenBLAS
+// on its slice: F32 weights directly, the others either decoded a tile of rows at a time (many
+// input rows) or one row at a time dotted with every input row (a few input rows, where reading
+// the weights is the whole cost). One function per path, chosen in cpu_linear, so a faster
+// kernel for one format or shape slots in beside them. Never writes the weights.
 #include <cblas.h>
-#include <omp.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_internal.h"
@@ -72,34 +72,60 @@ static void cpu_linear_tiled(const WeightMatrix *w, int64_t r0, int64_t r1, cons
   }
 }
 
+typedef struct {
+  const WeightMatrix *w;
+  const float *x;  // [num_rows, w->cols]
+  int num_rows;
+  float *y;  // [num_rows, w->rows]
+  bool rowwise;
+  int64_t tile_rows;
+  float *bufs;  // [num_threads, per_thread] decoded rows or tiles
+  int64_t per_thread;
+} CpuLinearCtx;
+
+// Output features begin .. end - 1 on one thread, single-threaded OpenBLAS.
+static void cpu_linear_task(void *ctx, int64_t begin, int64_t end, int tid) {
+  const CpuLinearCtx *c = ctx;
+  const WeightMatrix *w = c->w;
+  float *buf = c->bufs + tid * c->per_thread;  // [per_thread]
+  if (w->format == WEIGHT_F32)
+    cpu_linear_sgemm((const float *)w->data + begin * w->cols, begin, end, w->cols, c->x,
+                     c->num_rows, c->y, w->rows);
+  else if (c->rowwise)
+    cpu_linear_rowwise(w, begin, end, c->x, c->num_rows, c->y, buf);
+  else
+    cpu_linear_tiled(w, begin, end, c->x, c->num_rows, c->y, buf, c->tile_rows);
+}
+
 void cpu_linear(Backend *be, const WeightMatrix *w, const float *bias, const float *x, int num_rows,
                 float *y, bool accumulate) {
   CHECK(num_rows >= 0 && w->rows > 0 && w->cols > 0);
   if (num_rows == 0) return;
   cpu_linear_prepare(y, bias, num_rows, w->rows, accumulate);
   const int64_t rows = w->rows, cols = w->cols;
+  const CpuState *st = cpu_state(be);
+  const bool serial = rows * cols * num_rows < CPU_LINEAR_PARALLEL_MIN;
+  if (w->format == WEIGHT_Q8 && st->avx512_vnni) {
+    cpu_q8_linear(be, w, x, num_rows, y, serial);
+    return;
+  }
+  if ((w->format == WEIGHT_BF16 || w->format == WEIGHT_MXFP4) && st->avx512_bf16) {
+    cpu_bf16_linear(be, w, x, num_rows, y, serial);
+    return;
+  }
   int64_t tile_rows = (int64_t)(CPU_LINEAR_TILE_BYTES / ((size_t)cols * sizeof(float)));
   if (tile_rows < 1) tile_rows = 1;
-  const bool rowwise = num_rows <= CPU_LINEAR_FUSED_MAX_ROWS;
-  const int64_t per_thread = w->format == WEIGHT_F32 ? 0 : rowwise ? cols : tile_rows * cols;
-  int num_threads = cpu_state(be)->num_threads;
-  if (rows * cols * num_rows < CPU_LINEAR_PARALLEL_MIN) num_threads = 1;
-  float *bufs =
-      cpu_scratch(be, CPU_SCRATCH_DECODE, (size_t)(num_threads * per_thread + 1) * sizeof(float));
-  // Each thread takes a contiguous range of output features and runs single-threaded BLAS on
-  // it: one pool of threads for every op, no hand-off to OpenBLAS's own.
-#pragma omp parallel num_threads(num_threads)
-  {
-    const int tid = omp_get_thread_num(), n = omp_get_num_threads();
-    const int64_t r0 = rows * tid / n, r1 = rows * (tid + 1) / n;
-    float *buf = bufs + tid * per_thread;  // [per_thread]
-    if (r1 > r0) {
-      if (w->format == WEIGHT_F32)
-        cpu_linear_sgemm((const float *)w->data + r0 * cols, r0, r1, cols, x, num_rows, y, rows);
-      else if (rowwise)
-        cpu_linear_rowwise(w, r0, r1, x, num_rows, y, buf);
-      else
-        cpu_linear_tiled(w, r0, r1, x, num_rows, y, buf, tile_rows);
-    }
-  }
+  CpuLinearCtx c = {.w = w,
+                    .x = x,
+                    .num_rows = num_rows,
+                    .y = y,
+                    .rowwise = num_rows <= CPU_LINEAR_FUSED_MAX_ROWS,
+                    .tile_rows = tile_rows};
+  c.per_thread = w->format == WEIGHT_F32 ? 0 : c.rowwise ? cols : tile_rows * cols;
+  c.bufs = cpu_scratch(be, CPU_SCRATCH_DECODE,
+                       (size_t)(st->num_threads * c.per_thread + 1) * sizeof(float));
+  // Each piece is a contiguous range of output features with single-threaded BLAS on it: one
+  // pool of threads for every op, no hand-off to OpenBLAS's own.
+  const int64_t pieces = (int64_t)st->num_threads * CPU_PIECES_PER_THREAD;
+  cpu_parallel(be, rows, serial ? rows : (rows + pieces - 1) / pieces, cpu_linear_task, &c);
 }

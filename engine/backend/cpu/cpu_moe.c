@@ -2,7 +2,8 @@
 // linear with bias, top-k on the logits (ties to the lower expert index), softmax over the k,
 // then expert by expert: gather the tokens that picked it, mlp1 + bias, clamped SwiGLU on the
 // interleaved gate/linear pairs, mlp2 + bias, and the routing-weighted rows added to the
-// residual. Matrix products go through cpu_linear; this file owns the routing and the SwiGLU.
+// residual. Matrix products go through cpu_linear; this file owns the routing and the SwiGLU
+// (its AVX-512 twin is cpu_moe512.c).
 #include <math.h>
 #include <string.h>
 
@@ -18,17 +19,23 @@ static void *cpu_moe_take(char **cursor, size_t n) {
   return p;
 }
 
+typedef struct {
+  const float *logits;  // [num_tokens, num_experts]
+  int num_experts, k;
+  int32_t *experts;  // [num_tokens, k]
+  float *weights;    // [num_tokens, k]
+} CpuRouteCtx;
+
 // Per token: the k largest logits in descending order (ties: lower index first) and their
-// softmax. logits: [num_tokens, num_experts], experts, weights: [num_tokens, k]
-static void cpu_moe_route(Backend *be, const float *logits, int num_tokens, int num_experts, int k,
-                          int32_t *experts, float *weights) {
-  const int num_threads = cpu_state(be)->num_threads;
-  const bool parallel = (int64_t)num_tokens * num_experts * k >= CPU_MOE_PARALLEL_MIN;
-#pragma omp parallel for num_threads(num_threads) if (parallel)
-  for (int t = 0; t < num_tokens; t++) {
-    const float *l = logits + (int64_t)t * num_experts;  // [num_experts]
-    int32_t *ex = experts + (int64_t)t * k;              // [k]
-    float *w = weights + (int64_t)t * k;                 // [k]
+// softmax.
+static void cpu_moe_route_task(void *ctx, int64_t begin, int64_t end, int tid) {
+  (void)tid;
+  const CpuRouteCtx *c = ctx;
+  const int k = c->k, num_experts = c->num_experts;
+  for (int64_t t = begin; t < end; t++) {
+    const float *l = c->logits + t * num_experts;  // [num_experts]
+    int32_t *ex = c->experts + t * k;              // [k]
+    float *w = c->weights + t * k;                 // [k]
     for (int r = 0; r < k; r++) {
       int best = -1;
       for (int e = 0; e < num_experts; e++) {
@@ -47,22 +54,65 @@ static void cpu_moe_route(Backend *be, const float *logits, int num_tokens, int 
   }
 }
 
+typedef struct {
+  const float *h;  // [num_rows, 2 * inter]
+  int inter;
+  float limit;
+  bool avx512;
+  float *act;  // [num_rows, inter]
+} CpuSwigluCtx;
+
 // act = g * sigmoid(alpha g) * (lin + 1) with g = min(h[2i], limit), lin = clip(h[2i+1], +-limit).
-// h: [num_rows, 2 * inter], act: [num_rows, inter]
-static void cpu_moe_swiglu(Backend *be, const float *h, int num_rows, int inter, float limit,
-                           float *act) {
-  const int num_threads = cpu_state(be)->num_threads;
-  const bool parallel = (int64_t)num_rows * inter >= CPU_MOE_PARALLEL_MIN;
-#pragma omp parallel for num_threads(num_threads) if (parallel)
-  for (int r = 0; r < num_rows; r++) {
-    const float *hr = h + (int64_t)r * 2 * inter;  // [2 * inter]
-    float *ar = act + (int64_t)r * inter;          // [inter]
+static void cpu_moe_swiglu_task(void *ctx, int64_t begin, int64_t end, int tid) {
+  (void)tid;
+  const CpuSwigluCtx *c = ctx;
+  const int inter = c->inter;
+  const float limit = c->limit;
+  for (int64_t r = begin; r < end; r++) {
+    const float *hr = c->h + r * 2 * inter;  // [2 * inter]
+    float *ar = c->act + r * inter;          // [inter]
+    if (c->avx512) {
+      cpu_swiglu512_row(hr, inter, limit, ar);
+      continue;
+    }
     for (int i = 0; i < inter; i++) {
       float g = fminf(hr[2 * i], limit);
       float lin = fminf(fmaxf(hr[2 * i + 1], -limit), limit);
       float glu = g / (1.0f + expf(-GPTOSS_SWIGLU_ALPHA * g));
       ar[i] = glu * (lin + 1.0f);
     }
+  }
+}
+
+// One expert's tokens: gathered into xg before mlp1, their rows of y added to the residual after
+// mlp2, weighted.
+typedef struct {
+  const MoeArgs *a;
+  const int32_t *pairs;  // [n] t * k + rank of the tokens that picked the expert
+  const float *weights;  // [num_tokens * k]
+  float *xg;             // [n, hidden]
+  const float *y;        // [n, hidden]
+} CpuExpertCtx;
+
+static void cpu_moe_gather_task(void *ctx, int64_t begin, int64_t end, int tid) {
+  (void)tid;
+  const CpuExpertCtx *c = ctx;
+  const int hidden = c->a->config->hidden_size, k = c->a->config->experts_per_token;
+  for (int64_t i = begin; i < end; i++)
+    memcpy(c->xg + i * hidden, c->a->x + (int64_t)(c->pairs[i] / k) * hidden,
+           (size_t)hidden * sizeof(float));
+}
+
+// A token picks an expert at most once, so the rows written here are distinct.
+static void cpu_moe_add_task(void *ctx, int64_t begin, int64_t end, int tid) {
+  (void)tid;
+  const CpuExpertCtx *c = ctx;
+  const int hidden = c->a->config->hidden_size, k = c->a->config->experts_per_token;
+  for (int64_t i = begin; i < end; i++) {
+    float *res = c->a->residual + (int64_t)(c->pairs[i] / k) * hidden;  // [hidden]
+    const float *yr = c->y + i * hidden;                                // [hidden]
+    const float wt = c->weights[c->pairs[i]];
+    for (int d = 0; d < hidden; d++) res[d] += wt * yr[d];
   }
 }
 
@@ -73,7 +123,6 @@ void cpu_moe(Backend *be, const MoeArgs *a) {
   const int k = c->experts_per_token, inter = c->intermediate_size;
   CHECK(k > 0 && k <= num_experts && L->mlp1_bias && L->mlp2_bias);
   if (num_tokens == 0) return;
-  const int num_threads = cpu_state(be)->num_threads;
 
   const size_t T = (size_t)num_tokens, pad = 64 * 10;
   size_t bytes = pad + T * (size_t)num_experts * sizeof(float)                    // logits
@@ -93,7 +142,10 @@ void cpu_moe(Backend *be, const MoeArgs *a) {
   float *y = cpu_moe_take(&cursor, T * hidden * sizeof(float));     // [<= T, hidden]
 
   cpu_linear(be, &L->gate, L->gate_bias, a->x, num_tokens, logits, false);
-  cpu_moe_route(be, logits, num_tokens, num_experts, k, experts, weights);
+  CpuRouteCtx route = {logits, num_experts, k, experts, weights};
+  cpu_parallel(be, num_tokens,
+               cpu_grain(be, num_tokens, (int64_t)num_experts * k, CPU_MOE_PARALLEL_MIN),
+               cpu_moe_route_task, &route);
 
   // Group (token, rank) pairs by expert, in token order within each expert.
   memset(offsets, 0, (num_experts + 1) * sizeof(int32_t));
@@ -103,28 +155,20 @@ void cpu_moe(Backend *be, const MoeArgs *a) {
   for (int e = num_experts; e > 0; e--) offsets[e] = offsets[e - 1];
   offsets[0] = 0;
 
+  const bool avx512 = cpu_state(be)->avx512;
   for (int e = 0; e < num_experts; e++) {
-    const int32_t *pairs = order + offsets[e];  // [n] t * k + rank
     const int n = offsets[e + 1] - offsets[e];
     if (n == 0) continue;
     const WeightMatrix *w1 = &L->mlp1[e], *w2 = &L->mlp2[e];
     CHECK(w1->rows == 2 * (int64_t)inter && w1->cols == hidden);
     CHECK(w2->rows == hidden && w2->cols == inter);
-    const bool parallel = (int64_t)n * hidden >= CPU_MOE_PARALLEL_MIN;
-#pragma omp parallel for num_threads(num_threads) if (parallel)
-    for (int i = 0; i < n; i++)
-      memcpy(xg + (int64_t)i * hidden, a->x + (int64_t)(pairs[i] / k) * hidden,
-             (size_t)hidden * sizeof(float));
+    CpuExpertCtx ex = {a, order + offsets[e], weights, xg, y};
+    const int64_t grain = cpu_grain(be, n, hidden, CPU_MOE_PARALLEL_MIN);
+    cpu_parallel(be, n, grain, cpu_moe_gather_task, &ex);
     cpu_linear(be, w1, L->mlp1_bias + (int64_t)e * 2 * inter, xg, n, h, false);
-    cpu_moe_swiglu(be, h, n, inter, c->swiglu_limit, act);
+    CpuSwigluCtx sw = {h, inter, c->swiglu_limit, avx512, act};
+    cpu_parallel(be, n, cpu_grain(be, n, inter, CPU_MOE_PARALLEL_MIN), cpu_moe_swiglu_task, &sw);
     cpu_linear(be, w2, L->mlp2_bias + (int64_t)e * hidden, act, n, y, false);
-    // A token picks an expert at most once, so the rows written here are distinct.
-#pragma omp parallel for num_threads(num_threads) if (parallel)
-    for (int i = 0; i < n; i++) {
-      float *res = a->residual + (int64_t)(pairs[i] / k) * hidden;  // [hidden]
-      const float *yr = y + (int64_t)i * hidden;                    // [hidden]
-      const float wt = weights[pairs[i]];
-      for (int d = 0; d < hidden; d++) res[d] += wt * yr[d];
-    }
+    cpu_parallel(be, n, grain, cpu_moe_add_task, &ex);
   }
 }

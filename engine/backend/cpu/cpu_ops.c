@@ -7,52 +7,78 @@
 #include "backend/cpu/cpu_internal.h"
 #include "common/check.h"
 
-// Below this many floats of work an op runs on the calling thread (fork/join costs more).
+// Below this many floats of work an op runs on the calling thread (handing out pieces costs more).
 #define CPU_OPS_PARALLEL_MIN 16384
+
+typedef struct {
+  const WeightMatrix *table;
+  const uint32_t *ids;  // [num_tokens]
+  float *out;           // [num_tokens, cols]
+} CpuEmbedCtx;
+
+static void cpu_embed_task(void *ctx, int64_t begin, int64_t end, int tid) {
+  (void)tid;
+  const CpuEmbedCtx *c = ctx;
+  for (int64_t t = begin; t < end; t++) {
+    CHECK(c->ids[t] < (uint64_t)c->table->rows);
+    cpu_decode_rows(c->table, c->ids[t], 1, c->out + t * c->table->cols);
+  }
+}
 
 void cpu_embed(Backend *be, const WeightMatrix *table, const uint32_t *ids, int num_tokens,
                float *out) {
-  const int64_t cols = table->cols;
-  const int num_threads = cpu_state(be)->num_threads;
-  const bool parallel = (int64_t)num_tokens * cols >= CPU_OPS_PARALLEL_MIN;
-#pragma omp parallel for num_threads(num_threads) if (parallel)
-  for (int t = 0; t < num_tokens; t++) {
-    CHECK(ids[t] < (uint64_t)table->rows);
-    cpu_decode_rows(table, ids[t], 1, out + t * cols);
+  CpuEmbedCtx c = {table, ids, out};
+  cpu_parallel(be, num_tokens, cpu_grain(be, num_tokens, table->cols, CPU_OPS_PARALLEL_MIN),
+               cpu_embed_task, &c);
+}
+
+typedef struct {
+  const float *x;      // [num_rows, dim]
+  const float *scale;  // [dim]
+  int dim;
+  float *out;  // [num_rows, dim]
+} CpuRmsnormCtx;
+
+static void cpu_rmsnorm_task(void *ctx, int64_t begin, int64_t end, int tid) {
+  (void)tid;
+  const CpuRmsnormCtx *c = ctx;
+  const int dim = c->dim;
+  for (int64_t r = begin; r < end; r++) {
+    const float *xr = c->x + r * dim;  // [dim]
+    float *yr = c->out + r * dim;      // [dim]
+    float inv = 1.0f / sqrtf(cpu_dot(xr, xr, dim) / (float)dim + GPTOSS_RMS_EPS);
+    for (int i = 0; i < dim; i++) yr[i] = xr[i] * inv * c->scale[i];
   }
 }
 
 void cpu_rmsnorm(Backend *be, const float *x, const float *scale, int num_rows, int dim,
                  float *out) {
-  const int num_threads = cpu_state(be)->num_threads;
-  const bool parallel = (int64_t)num_rows * dim >= CPU_OPS_PARALLEL_MIN;
-#pragma omp parallel for num_threads(num_threads) if (parallel)
-  for (int r = 0; r < num_rows; r++) {
-    const float *xr = x + (int64_t)r * dim;  // [dim]
-    float *yr = out + (int64_t)r * dim;      // [dim]
-    float inv = 1.0f / sqrtf(cpu_dot(xr, xr, dim) / (float)dim + GPTOSS_RMS_EPS);
-    for (int i = 0; i < dim; i++) yr[i] = xr[i] * inv * scale[i];
-  }
+  CpuRmsnormCtx c = {x, scale, dim, out};
+  cpu_parallel(be, num_rows, cpu_grain(be, num_rows, dim, CPU_OPS_PARALLEL_MIN), cpu_rmsnorm_task,
+               &c);
 }
 
-void cpu_rope(Backend *be, float *x, int num_rows, int row_stride, int num_heads, int head_dim,
-              const int32_t *positions, const RopeTable *rope) {
-  const int half = rope->half_dim;
-  CHECK(head_dim == 2 * half && half <= ROPE_MAX_HALF_DIM);
-  CHECK(num_heads * head_dim <= row_stride);
-  const int num_threads = cpu_state(be)->num_threads;
-  const bool parallel = (int64_t)num_rows * num_heads * head_dim >= CPU_OPS_PARALLEL_MIN;
-#pragma omp parallel for num_threads(num_threads) if (parallel)
-  for (int r = 0; r < num_rows; r++) {
+typedef struct {
+  float *x;  // [num_rows, row_stride]
+  int row_stride, num_heads, head_dim;
+  const int32_t *positions;  // [num_rows]
+  const RopeTable *rope;
+} CpuRopeCtx;
+
+static void cpu_rope_task(void *ctx, int64_t begin, int64_t end, int tid) {
+  (void)tid;
+  const CpuRopeCtx *c = ctx;
+  const int half = c->rope->half_dim;
+  for (int64_t r = begin; r < end; r++) {
     float cos_c[ROPE_MAX_HALF_DIM], sin_c[ROPE_MAX_HALF_DIM];  // [half] times concentration
-    const float pos = (float)positions[r];
+    const float pos = (float)c->positions[r];
     for (int i = 0; i < half; i++) {
-      float angle = pos * rope->inv_freq[i];
-      cos_c[i] = cosf(angle) * rope->concentration;
-      sin_c[i] = sinf(angle) * rope->concentration;
+      float angle = pos * c->rope->inv_freq[i];
+      cos_c[i] = cosf(angle) * c->rope->concentration;
+      sin_c[i] = sinf(angle) * c->rope->concentration;
     }
-    for (int h = 0; h < num_heads; h++) {
-      float *u = x + (int64_t)r * row_stride + h * head_dim;  // [head_dim]
+    for (int h = 0; h < c->num_heads; h++) {
+      float *u = c->x + r * c->row_stride + h * c->head_dim;  // [head_dim]
       for (int i = 0; i < half; i++) {
         float a = u[i], b = u[i + half];
         u[i] = a * cos_c[i] - b * sin_c[i];
@@ -62,33 +88,70 @@ void cpu_rope(Backend *be, float *x, int num_rows, int row_stride, int num_heads
   }
 }
 
+void cpu_rope(Backend *be, float *x, int num_rows, int row_stride, int num_heads, int head_dim,
+              const int32_t *positions, const RopeTable *rope) {
+  CHECK(head_dim == 2 * rope->half_dim && rope->half_dim <= ROPE_MAX_HALF_DIM);
+  CHECK(num_heads * head_dim <= row_stride);
+  CpuRopeCtx c = {x, row_stride, num_heads, head_dim, positions, rope};
+  cpu_parallel(be, num_rows,
+               cpu_grain(be, num_rows, (int64_t)num_heads * head_dim, CPU_OPS_PARALLEL_MIN),
+               cpu_rope_task, &c);
+}
+
+typedef struct {
+  KvCache *kv;
+  int layer;
+  const float *k, *v;  // [num_tokens, stride]
+  int stride;
+  const int64_t *slot_mapping;  // [num_tokens]
+} CpuKvWriteCtx;
+
+static void cpu_kv_write_task(void *ctx, int64_t begin, int64_t end, int tid) {
+  (void)tid;
+  const CpuKvWriteCtx *c = ctx;
+  const int kv_dim = c->kv->num_kv_heads * c->kv->head_dim;
+  const int64_t num_slots = (int64_t)c->kv->num_blocks * c->kv->block_size;
+  float *k_cache = c->kv->k[c->layer];  // [num_blocks * block_size, kv_dim]
+  float *v_cache = c->kv->v[c->layer];  // [num_blocks * block_size, kv_dim]
+  for (int64_t t = begin; t < end; t++) {
+    int64_t slot = c->slot_mapping[t];
+    if (slot < 0) continue;  // padding token: nothing to store
+    CHECK(slot < num_slots);
+    memcpy(k_cache + slot * kv_dim, c->k + t * c->stride, (size_t)kv_dim * sizeof(float));
+    memcpy(v_cache + slot * kv_dim, c->v + t * c->stride, (size_t)kv_dim * sizeof(float));
+  }
+}
+
 void cpu_kv_write(Backend *be, KvCache *kv, int layer, const float *k, const float *v, int stride,
                   const int64_t *slot_mapping, int num_tokens) {
   CHECK(layer >= 0 && layer < kv->num_layers);
   const int kv_dim = kv->num_kv_heads * kv->head_dim;
   CHECK(kv_dim <= stride);
-  const int64_t num_slots = (int64_t)kv->num_blocks * kv->block_size;
-  float *k_cache = kv->k[layer];  // [num_blocks * block_size, kv_dim]
-  float *v_cache = kv->v[layer];  // [num_blocks * block_size, kv_dim]
-  const int num_threads = cpu_state(be)->num_threads;
-  const bool parallel = (int64_t)num_tokens * kv_dim >= CPU_OPS_PARALLEL_MIN;
-#pragma omp parallel for num_threads(num_threads) if (parallel)
-  for (int t = 0; t < num_tokens; t++) {
-    int64_t slot = slot_mapping[t];
-    if (slot < 0) continue;  // padding token: nothing to store
-    CHECK(slot < num_slots);
-    memcpy(k_cache + slot * kv_dim, k + (int64_t)t * stride, (size_t)kv_dim * sizeof(float));
-    memcpy(v_cache + slot * kv_dim, v + (int64_t)t * stride, (size_t)kv_dim * sizeof(float));
+  CpuKvWriteCtx c = {kv, layer, k, v, stride, slot_mapping};
+  cpu_parallel(be, num_tokens, cpu_grain(be, num_tokens, kv_dim, CPU_OPS_PARALLEL_MIN),
+               cpu_kv_write_task, &c);
+}
+
+typedef struct {
+  const float *in;      // [*, dim]
+  const int32_t *rows;  // [num_rows]
+  int dim;
+  float *out;  // [num_rows, dim]
+} CpuGatherCtx;
+
+static void cpu_gather_task(void *ctx, int64_t begin, int64_t end, int tid) {
+  (void)tid;
+  const CpuGatherCtx *c = ctx;
+  for (int64_t r = begin; r < end; r++) {
+    CHECK(c->rows[r] >= 0);
+    memcpy(c->out + r * c->dim, c->in + (int64_t)c->rows[r] * c->dim,
+           (size_t)c->dim * sizeof(float));
   }
 }
 
 void cpu_gather_rows(Backend *be, const float *in, const int32_t *rows, int num_rows, int dim,
                      float *out) {
-  const int num_threads = cpu_state(be)->num_threads;
-  const bool parallel = (int64_t)num_rows * dim >= CPU_OPS_PARALLEL_MIN;
-#pragma omp parallel for num_threads(num_threads) if (parallel)
-  for (int r = 0; r < num_rows; r++) {
-    CHECK(rows[r] >= 0);
-    memcpy(out + (int64_t)r * dim, in + (int64_t)rows[r] * dim, (size_t)dim * sizeof(float));
-  }
+  CpuGatherCtx c = {in, rows, dim, out};
+  cpu_parallel(be, num_rows, cpu_grain(be, num_rows, dim, CPU_OPS_PARALLEL_MIN), cpu_gather_task,
+               &c);
 }

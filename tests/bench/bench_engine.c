@@ -1,0 +1,377 @@
+// bench_engine.c: prefill and decode throughput of the engine's forward pass (model_forward on
+// the CPU backend) on gpt-oss-tiny dummy weights, the shape llama.cpp's figures in docs/PERF.md
+// are for: B sequences of PROMPT tokens prefilled (whole prompts packed into forward calls of at
+// most CHUNK tokens, logits of each prompt's last token, as the scheduler's chunked prefill
+// does), then GEN decode steps of B tokens each, every token sampled greedily on the host. Also
+// measures, in the same process, the matrix-product ceiling: the linear op at the unembedding's
+// shape in float32 (OpenBLAS sgemm) and in the dense format, and the dense format's kernel on a
+// weight slice that stays in cache. Prints "name value" lines; times forward calls and sampling
+// only (never loading or setup) and checks nothing (tests/engine does).
+//
+//   bench_engine [--dense f32|bf16|q8] [--experts f32|bf16|mxfp4] [--batches 1,8,32,64]
+//                [--prompt 128] [--gen 64] [--chunk 2048] [--threads N] [--runs 1]
+//                [--model gpt-oss-tiny]
+#include <getopt.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "common/check.h"
+#include "common/clock.h"
+#include "core/sampler.h"
+#include "model/forward.h"
+
+#define BENCH_BLOCK 16
+#define BENCH_MAX_BATCHES 16
+#define BENCH_MAX_RUNS 32
+#define BENCH_CEILING_ROWS 64                 // input rows of the ceiling's matrix products
+#define BENCH_CACHED_BYTES ((size_t)1 << 20)  // weight bytes of the in-cache ceiling slice
+
+typedef struct {
+  const char *model;
+  WeightFormat dense, experts;
+  int batches[BENCH_MAX_BATCHES];
+  int num_batches;
+  int prompt_len, gen_len, chunk, num_threads;
+  int runs;  // runs per batch size: the fastest and the median are printed
+} BenchOptions;
+
+// The arrays behind one forward call's Batch, sized for the largest call.
+typedef struct {
+  uint32_t *ids;            // [max_tokens]
+  int32_t *positions;       // [max_tokens]
+  int64_t *slots;           // [max_tokens]
+  int32_t *query_start;     // [max_seqs + 1]
+  int32_t *seq_lens;        // [max_seqs]
+  int32_t *block_tables;    // [max_seqs, blocks_per_seq]
+  int32_t *logits_indices;  // [max_seqs]
+  int blocks_per_seq;
+} BatchArrays;
+
+// Multiply-adds of one forward pass, split by where they happen.
+typedef struct {
+  double layers;       // the linear layers and experts of every token
+  double attention;    // q.k and p.v over each token's visible keys
+  double unembedding;  // the logits rows
+} MacCount;
+
+static void parse_batches(const char *s, BenchOptions *o) {
+  o->num_batches = 0;
+  for (const char *p = s; *p;) {
+    char *end;
+    long b = strtol(p, &end, 10);
+    if (end == p || b < 1 || b > 4096 || (*end && *end != ',') ||
+        o->num_batches == BENCH_MAX_BATCHES)
+      die("--batches '%s': a comma-separated list of at most %d sizes from 1 to 4096", s,
+          BENCH_MAX_BATCHES);
+    o->batches[o->num_batches++] = (int)b;
+    p = *end ? end + 1 : end;
+  }
+  if (o->num_batches == 0) die("--batches is empty");
+}
+
+static int parse_int(const char *flag, const char *v, int lo, int hi) {
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (end == v || *end || x < lo || x > hi)
+    die("%s '%s': an integer from %d to %d", flag, v, lo, hi);
+  return (int)x;
+}
+
+static BenchOptions parse_options(int argc, char **argv) {
+  BenchOptions o = {.model = "gpt-oss-tiny",
+                    .dense = WEIGHT_Q8,
+                    .experts = WEIGHT_MXFP4,
+                    .prompt_len = 128,
+                    .gen_len = 64,
+                    .chunk = 2048,
+                    .runs = 1};
+  parse_batches("1,8,32,64", &o);
+  static const struct option longopts[] = {
+      {"dense", required_argument, 0, 'd'},   {"experts", required_argument, 0, 'e'},
+      {"batches", required_argument, 0, 'b'}, {"prompt", required_argument, 0, 'p'},
+      {"gen", required_argument, 0, 'g'},     {"chunk", required_argument, 0, 'c'},
+      {"threads", required_argument, 0, 't'}, {"model", required_argument, 0, 'm'},
+      {"runs", required_argument, 0, 'r'},    {0, 0, 0, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    switch (c) {
+      case 'd':
+        if (!weight_format_from_name(optarg, &o.dense) || o.dense == WEIGHT_MXFP4)
+          die("--dense '%s': f32, bf16 or q8", optarg);
+        break;
+      case 'e':
+        if (!weight_format_from_name(optarg, &o.experts) || o.experts == WEIGHT_Q8)
+          die("--experts '%s': f32, bf16 or mxfp4", optarg);
+        break;
+      case 'b': parse_batches(optarg, &o); break;
+      case 'p': o.prompt_len = parse_int("--prompt", optarg, 1, 65536); break;
+      case 'g': o.gen_len = parse_int("--gen", optarg, 1, 65536); break;
+      case 'c': o.chunk = parse_int("--chunk", optarg, 1, 1 << 20); break;
+      case 't': o.num_threads = parse_int("--threads", optarg, 0, 1024); break;
+      case 'm': o.model = optarg; break;
+      case 'r': o.runs = parse_int("--runs", optarg, 1, BENCH_MAX_RUNS); break;
+      default: die("usage: see the header of tests/bench/bench_engine.c");
+    }
+  }
+  if (optind < argc) die("unexpected argument '%s'", argv[optind]);
+  if (o.chunk < o.prompt_len)
+    die("--chunk %d is shorter than one prompt (%d)", o.chunk, o.prompt_len);
+  return o;
+}
+
+// Multiply-adds per token of the linear layers and experts (the router included).
+static double layer_macs_per_token(const GptOssConfig *c) {
+  const double d = c->hidden_size, inter = c->intermediate_size;
+  const double per_layer = d * config_qkv_dim(c) + (double)config_q_dim(c) * d +
+                           d * c->num_experts + c->experts_per_token * (d * 2 * inter + inter * d);
+  return per_layer * c->num_layers;
+}
+
+// Multiply-adds of attention for a token at position pos (q.k and p.v for every query head).
+static double attention_macs(const GptOssConfig *c, int pos) {
+  double total = 0;
+  for (int l = 0; l < c->num_layers; l++) {
+    int keys = pos + 1;
+    if (config_layer_is_sliding(c, l) && keys > c->sliding_window) keys = c->sliding_window;
+    total += 2.0 * c->num_heads * c->head_dim * keys;
+  }
+  return total;
+}
+
+// Fills a's arrays for the sequences first_seq .. first_seq + num_seqs - 1, each with num tokens
+// from position first (prompt tokens from tokens[s], or the one token next[s] when decoding),
+// logits for each sequence's last token.   tokens: [B, prompt_len], next: [B]
+static Batch make_batch(BatchArrays *a, const BenchOptions *o, const uint32_t *tokens,
+                        const uint32_t *next, int first_seq, int num_seqs, int first, int num,
+                        MacCount *macs, const GptOssConfig *c) {
+  int t = 0;
+  for (int i = 0; i < num_seqs; i++) {
+    const int s = first_seq + i;
+    a->query_start[i] = t;
+    a->seq_lens[i] = first + num;
+    for (int b = 0; b < a->blocks_per_seq; b++)
+      a->block_tables[i * a->blocks_per_seq + b] = s * a->blocks_per_seq + b;
+    for (int j = 0; j < num; j++, t++) {
+      const int pos = first + j;
+      a->ids[t] = next ? next[s] : tokens[(size_t)s * o->prompt_len + pos];
+      a->positions[t] = pos;
+      a->slots[t] =
+          (int64_t)a->block_tables[i * a->blocks_per_seq + pos / BENCH_BLOCK] * BENCH_BLOCK +
+          pos % BENCH_BLOCK;
+      macs->attention += attention_macs(c, pos);
+    }
+    a->logits_indices[i] = t - 1;
+  }
+  a->query_start[num_seqs] = t;
+  macs->layers += layer_macs_per_token(c) * t;
+  macs->unembedding += (double)c->hidden_size * c->vocab_size * num_seqs;
+  return (Batch){.num_seqs = num_seqs,
+                 .num_tokens = t,
+                 .token_ids = a->ids,
+                 .positions = a->positions,
+                 .slot_mapping = a->slots,
+                 .query_start = a->query_start,
+                 .seq_lens = a->seq_lens,
+                 .block_tables = a->block_tables,
+                 .max_blocks_per_seq = a->blocks_per_seq,
+                 .logits_indices = a->logits_indices,
+                 .num_logits = num_seqs};
+}
+
+// Greedy ids of the rows of logits into next[first_seq ..].   logits: [num_seqs, vocab]
+static void sample_rows(const float *logits, int num_seqs, int vocab, uint32_t *next,
+                        SamplerScratch *scratch, SamplerRng *rng) {
+  const SamplingParams greedy = {.temperature = 0, .top_p = 1};
+  for (int i = 0; i < num_seqs; i++)
+    next[i] = sampler_sample(logits + (size_t)i * vocab, vocab, &greedy, rng, scratch);
+}
+
+static double gflops(double macs, double secs) { return 2.0 * macs / secs / 1e9; }
+
+// One run's times and multiply-adds.
+typedef struct {
+  double prefill_s, decode_s;
+  MacCount prefill, decode;
+} RunResult;
+
+// Prefill then gen_len decode steps of B sequences, each step's tokens sampled greedily.
+static RunResult bench_run(Model *m, const BenchOptions *o, int B, int gen_len, BatchArrays *a,
+                           float *logits) {
+  const GptOssConfig *c = &m->weights->config;
+  char err[512];
+  KvCache kv;
+  if (!kv_cache_init(&kv, c, B * a->blocks_per_seq, BENCH_BLOCK, err, sizeof err)) die("%s", err);
+  uint32_t *tokens = xmalloc((size_t)B * o->prompt_len * sizeof *tokens);  // [B, prompt_len]
+  uint32_t *next = xmalloc((size_t)B * sizeof *next);                      // [B]
+  uint64_t s = 0x2545f4914f6cdd1dull + (uint64_t)B;
+  for (size_t i = 0; i < (size_t)B * o->prompt_len; i++) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    tokens[i] = (uint32_t)(s % (uint64_t)c->vocab_size);
+  }
+  SamplerScratch scratch = {0};
+  SamplerRng rng;
+  sampler_rng_seed(&rng, 1);
+
+  const int seqs_per_call = o->chunk / o->prompt_len;
+  RunResult r = {0};
+  int64_t t0 = clock_now_ns();
+  for (int first = 0; first < B; first += seqs_per_call) {
+    const int n = B - first < seqs_per_call ? B - first : seqs_per_call;
+    Batch b = make_batch(a, o, tokens, NULL, first, n, 0, o->prompt_len, &r.prefill, c);
+    model_forward(m, &b, &kv, logits);
+    sample_rows(logits, n, c->vocab_size, next + first, &scratch, &rng);
+  }
+  r.prefill_s = (double)(clock_now_ns() - t0) / 1e9;
+  t0 = clock_now_ns();
+  for (int step = 0; step < gen_len; step++) {
+    Batch b = make_batch(a, o, tokens, next, 0, B, o->prompt_len + step, 1, &r.decode, c);
+    model_forward(m, &b, &kv, logits);
+    sample_rows(logits, B, c->vocab_size, next, &scratch, &rng);
+  }
+  r.decode_s = (double)(clock_now_ns() - t0) / 1e9;
+  sampler_scratch_free(&scratch);
+  free(tokens);
+  free(next);
+  kv_cache_free(&kv);
+  return r;
+}
+
+static int cmp_double(const void *x, const void *y) {
+  const double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double total_macs(const MacCount *m) { return m->layers + m->attention + m->unembedding; }
+
+// o->runs runs at batch B; prints b<B>.* lines: tokens/s of the fastest run and the median run
+// (prefill and decode each), and the fastest run's GFLOP/s and share of the ceiling.
+static void bench_batch(Model *m, const BenchOptions *o, int B, BatchArrays *a, float *logits,
+                        double ceiling_gflops) {
+  double prefill_s[BENCH_MAX_RUNS], decode_s[BENCH_MAX_RUNS];
+  RunResult r = {0};
+  for (int i = 0; i < o->runs; i++) {
+    r = bench_run(m, o, B, o->gen_len, a, logits);
+    prefill_s[i] = r.prefill_s, decode_s[i] = r.decode_s;
+  }
+  const double prefill_med = median(prefill_s, o->runs), decode_med = median(decode_s, o->runs);
+  const double prefill_best = prefill_s[0], decode_best = decode_s[0];  // sorted by median()
+  const int prefill_tokens = B * o->prompt_len, decode_tokens = B * o->gen_len;
+  const double prefill_gflops = gflops(total_macs(&r.prefill), prefill_best);
+  const double decode_gflops = gflops(total_macs(&r.decode), decode_best);
+  printf("b%d.prefill_tokens %d\n", B, prefill_tokens);
+  printf("b%d.prefill_tok_s %.1f\n", B, prefill_tokens / prefill_best);
+  printf("b%d.prefill_tok_s_median %.1f\n", B, prefill_tokens / prefill_med);
+  printf("b%d.prefill_gflops %.2f\n", B, prefill_gflops);
+  printf("b%d.prefill_of_ceiling %.3f\n", B, prefill_gflops / ceiling_gflops);
+  printf("b%d.decode_tokens %d\n", B, decode_tokens);
+  printf("b%d.decode_tok_s %.1f\n", B, decode_tokens / decode_best);
+  printf("b%d.decode_tok_s_median %.1f\n", B, decode_tokens / decode_med);
+  printf("b%d.decode_gflops %.2f\n", B, decode_gflops);
+  printf("b%d.decode_of_ceiling %.3f\n", B, decode_gflops / ceiling_gflops);
+  fflush(stdout);
+}
+
+// GFLOP/s of be->linear(w) on rows input rows: the best of reps timed calls after a warm-up.
+static double linear_gflops(Backend *be, const WeightMatrix *w, int rows, int reps) {
+  float *x = xmalloc((size_t)rows * w->cols * sizeof *x);  // [rows, cols]
+  float *y = xmalloc((size_t)rows * w->rows * sizeof *y);  // [rows, w->rows]
+  for (int64_t i = 0; i < rows * w->cols; i++) x[i] = (float)(i % 13) * 0.0625f - 0.375f;
+  be->linear(be, w, NULL, x, rows, y, false);
+  double best = 1e30;
+  for (int r = 0; r < reps; r++) {
+    int64_t t0 = clock_now_ns();
+    be->linear(be, w, NULL, x, rows, y, false);
+    double t = (double)(clock_now_ns() - t0) / 1e9;
+    if (t < best) best = t;
+  }
+  free(x);
+  free(y);
+  return gflops((double)rows * (double)w->rows * (double)w->cols, best);
+}
+
+// The ceiling lines; returns the highest rate measured (the denominator of *_of_ceiling).
+static double bench_ceiling(Backend *be, const GptOssWeights *w, const BenchOptions *o) {
+  const WeightMatrix *u = &w->unembedding;
+  float *f = xmalloc((size_t)u->rows * u->cols * sizeof *f);  // [vocab, hidden]
+  for (int64_t i = 0; i < u->rows * u->cols; i++) f[i] = (float)(i % 29) * 0.01f - 0.14f;
+  WeightMatrix f32 = {.format = WEIGHT_F32, .rows = u->rows, .cols = u->cols, .data = f};
+  const double sgemm = linear_gflops(be, &f32, BENCH_CEILING_ROWS, 3);
+  free(f);
+  const char *name = weight_format_name(o->dense);
+  const double dense = linear_gflops(be, u, BENCH_CEILING_ROWS, 3);
+  WeightMatrix slice = *u;  // the first rows of a matrix are a matrix in every dense format
+  slice.rows = (int64_t)(BENCH_CACHED_BYTES / (size_t)slice.cols) / 16 * 16;
+  const double cached = linear_gflops(be, &slice, BENCH_CEILING_ROWS, 20);
+  printf("ceiling.shape m%d.n%lld.k%lld\n", BENCH_CEILING_ROWS, (long long)u->rows,
+         (long long)u->cols);
+  printf("ceiling.sgemm_gflops %.2f\n", sgemm);
+  printf("ceiling.%s_gflops %.2f\n", name, dense);
+  printf("ceiling.%s_cached_gflops %.2f\n", name, cached);
+  double best = sgemm > dense ? sgemm : dense;
+  best = best > cached ? best : cached;
+  printf("ceiling.gflops %.2f\n", best);
+  fflush(stdout);
+  return best;
+}
+
+int main(int argc, char **argv) {
+  check_set_program("bench_engine");
+  BenchOptions o = parse_options(argc, argv);
+  int max_b = 0;
+  for (int i = 0; i < o.num_batches; i++) max_b = o.batches[i] > max_b ? o.batches[i] : max_b;
+
+  char err[1024];
+  WeightsOptions wo = {
+      .load_format = LOAD_DUMMY, .dense_format = o.dense, .expert_format = o.experts};
+  GptOssWeights w;
+  int64_t t0 = clock_now_ns();
+  if (!weights_load(o.model, &wo, &w, err, sizeof err)) die("%s", err);
+  const double load_s = (double)(clock_now_ns() - t0) / 1e9;
+  const GptOssConfig *c = &w.config;
+  Backend *be = cpu_backend_create(o.num_threads);
+  const int prefill_seqs = o.chunk / o.prompt_len < max_b ? o.chunk / o.prompt_len : max_b;
+  const int max_tokens = prefill_seqs * o.prompt_len > max_b ? prefill_seqs * o.prompt_len : max_b;
+  Model m;
+  if (!model_init(&m, &w, be, max_tokens, err, sizeof err)) die("%s", err);
+
+  printf("model %s\n", o.model);
+  printf("dense_format %s\n", weight_format_name(o.dense));
+  printf("expert_format %s\n", weight_format_name(o.experts));
+  printf("threads %d\n", o.num_threads > 0 ? o.num_threads : omp_get_num_procs());
+  printf("prompt_len %d\n", o.prompt_len);
+  printf("gen_len %d\n", o.gen_len);
+  printf("load_s %.2f\n", load_s);
+  printf("layer_macs_per_token %.0f\n", layer_macs_per_token(c));
+  printf("unembedding_macs_per_token %.0f\n", (double)c->hidden_size * c->vocab_size);
+  const double ceiling = bench_ceiling(be, &w, &o);
+
+  const int max_seqs = max_b;
+  BatchArrays a = {.blocks_per_seq = (o.prompt_len + o.gen_len + BENCH_BLOCK - 1) / BENCH_BLOCK};
+  a.ids = xmalloc((size_t)max_tokens * sizeof *a.ids);
+  a.positions = xmalloc((size_t)max_tokens * sizeof *a.positions);
+  a.slots = xmalloc((size_t)max_tokens * sizeof *a.slots);
+  a.query_start = xmalloc((size_t)(max_seqs + 1) * sizeof *a.query_start);
+  a.seq_lens = xmalloc((size_t)max_seqs * sizeof *a.seq_lens);
+  a.block_tables = xmalloc((size_t)max_seqs * a.blocks_per_seq * sizeof *a.block_tables);
+  a.logits_indices = xmalloc((size_t)max_seqs * sizeof *a.logits_indices);
+  float *logits = be->alloc(be, (size_t)max_b * c->vocab_size * sizeof *logits);  // [B, vocab]
+  CHECK(logits != NULL);
+  bench_run(&m, &o, 1, 4, &a, logits);  // warm-up: scratch buffers grow, pages fault in
+  for (int i = 0; i < o.num_batches; i++) bench_batch(&m, &o, o.batches[i], &a, logits, ceiling);
+
+  be->free(be, logits);
+  free(a.ids), free(a.positions), free(a.slots), free(a.query_start), free(a.seq_lens);
+  free(a.block_tables), free(a.logits_indices);
+  model_free(&m);
+  be->destroy(be);
+  weights_free(&w);
+  return 0;
+}
