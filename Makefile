@@ -41,7 +41,7 @@ else
   $(info cuda: off (nvcc not found or CUDA=0); the engine is built with the CPU backend only)
 endif
 
-LIB_SRCS := $(wildcard src/common/*.c src/text/*.c src/bench/*.c)
+LIB_SRCS := $(wildcard src/common/*.c src/text/*.c src/bench/*.c src/sweep/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIB := $(BUILD)/lib/libgptoss.a
 ENGINE_SRCS := $(filter-out engine/main.c,$(wildcard engine/*/*.c engine/backend/cpu/*.c))

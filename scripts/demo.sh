@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # demo.sh: `make demo`. Runs the most complete thing the project has so far and says what it ran.
-# (When the sweep lands, this becomes `gptoss-bench sweep configs/cpu.ini`.)
 set -euo pipefail
 build="${1:?usage: demo.sh BUILD_DIR}"
 bench="$build/bin/gptoss-bench"
@@ -28,25 +27,10 @@ echo "-- gptoss-engine generate --model gpt-oss-tiny --chat 'What is 2 + 2?' --m
     console.log("   finish_reason: " + o.finish_reason);})'
 echo
 
-echo "== demo 3/3: gptoss-bench bench (the vLLM bench serve drop-in) against gptoss-engine serve"
-log=$(mktemp)
-"$engine" serve gpt-oss-tiny --port 0 --kv-cache-memory 512MiB > "$log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null; rm -f "$log"' EXIT
-url=
-for _ in $(seq 300); do
-  url=$(sed -n 's/^gptoss-engine serve: listening on //p' "$log")
-  [ -n "$url" ] && break
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "gptoss-engine serve did not start: $(cat "$log")"; exit 1; }
-sed 's/^/   /' "$log"
-echo "-- gptoss-bench bench --base-url $url --backend openai-chat --endpoint-type openai-chat" \
-  "--endpoint /v1/chat/completions --dataset-name sharegpt --dataset-path" \
-  "datasets/sharegpt-synth.json --num-prompts 32 --sharegpt-output-len 16 --ignore-eos"
-"$bench" bench --base-url "$url" --backend openai-chat --endpoint-type openai-chat \
-  --endpoint /v1/chat/completions --dataset-name sharegpt \
-  --dataset-path datasets/sharegpt-synth.json --num-prompts 32 --sharegpt-output-len 16 --ignore-eos
-kill -TERM $server
-wait $server
-echo "-- gptoss-engine serve stopped on SIGTERM with status $?"
+echo "== demo 3/3: gptoss-bench sweep configs/cpu.ini: the study's shape on the CPU (gpt-oss-tiny)"
+echo "-- baseline, async scheduling, a batched-token budget, -tp 2 and FLASHINFER (both recorded as"
+echo "   failed with their error line); ShareGPT-format and random workloads; about 3 minutes on 2 cores"
+"$bench" sweep configs/cpu.ini
+run=$(ls -d results/cpu-*Z | tail -1)
+echo "-- $run/summary.md:"
+sed 's/^/   /' "$run/summary.md"

@@ -7,6 +7,10 @@
 #include "bench/dataset_cmd.h"
 #include "bench/mock_server_cmd.h"
 #include "common/check.h"
+#include "sweep/sweep_cmd.h"
+#include "sweep/gate_cmd.h"
+#include "sweep/plot_cmd.h"
+#include "sweep/report_cmd.h"
 #include "text/tokenize_cmd.h"
 
 typedef struct {
@@ -20,6 +24,10 @@ static const Subcommand SUBCOMMANDS[] = {
     {"tokenize", tokenize_cmd_main, "text <-> o200k_base / o200k_harmony token ids"},
     {"dataset", dataset_cmd_main, "dataset files: sharegpt-synth (a ShareGPT stand-in)"},
     {"mock-server", mock_server_cmd_main, "OpenAI-compatible streaming server with set timing"},
+    {"sweep", sweep_cmd_main, "run a sweep file: engines x workloads -> a run folder"},
+    {"report", report_cmd_main, "a run's summary.md and summary.csv (the study's tables)"},
+    {"plot", plot_cmd_main, "a run's charts with gnuplot (PNG and SVG)"},
+    {"gate", gate_cmd_main, "CI gate: compare a run with a baseline, exit 1 on regression"},
 };
 
 static void usage(FILE *out) {

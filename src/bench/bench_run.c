@@ -1,0 +1,359 @@
+// bench_run.c: one benchmark run: workload -> ready check -> warmups -> the timed run -> vLLM's
+// report and result JSON. Glue only: each step is another module's; this file decides their order
+// and prints vLLM's lines around them. Returns errors; never exits (the sweep calls it in-process).
+#include "bench/bench_run.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/arrivals.h"
+#include "bench/dataset.h"
+#include "bench/http_client.h"
+#include "bench/metrics.h"
+#include "bench/pyfmt.h"
+#include "bench/report.h"
+#include "common/buf.h"
+#include "common/check.h"
+#include "common/clock.h"
+
+#define READY_RETRY_NS (5 * INT64_C(1000000000))  // vLLM retries the test request every 5 s
+
+// ---------------------------------------------------------------------------------------------
+// setup
+
+// Fails with "bench: " and the message of the step that failed.
+static bool fail(char *err, size_t err_size, const char *what) {
+  snprintf(err, err_size, "bench: %s", what);
+  return false;
+}
+
+static bool metrics_options(const BenchOptions *o, MetricsOptions *m, char *err, size_t err_size) {
+  char e[512];
+  metrics_options_init(m);
+  if (!metrics_parse_percentile_metrics(m, o->percentile_metrics, e, sizeof e) ||
+      !metrics_parse_metric_percentiles(m, o->metric_percentiles, e, sizeof e) ||
+      (o->num_goodput && !metrics_parse_goodput(m, o->goodput, (size_t)o->num_goodput, e, sizeof e)) ||
+      !report_check_metadata(o->metadata, (size_t)o->num_metadata, e, sizeof e))
+    return fail(err, err_size, e);
+  return true;
+}
+
+// "http://host:port" or --base-url, without a trailing slash.
+static void base_url(const BenchOptions *o, Buf *out) {
+  if (o->base_url) buf_append_str(out, o->base_url);
+  else buf_printf(out, "http://%s:%d", o->host, o->port);
+  while (out->len && out->data[out->len - 1] == '/') out->data[--out->len] = '\0';
+}
+
+static ClientOptions client_options(const BenchOptions *o, const char *url) {
+  ClientOptions c = {
+      .url = url,
+      .has_temperature = !isnan(o->temperature),
+      .temperature = o->temperature,
+      .has_top_p = !isnan(o->top_p),
+      .top_p = o->top_p,
+      .has_top_k = o->top_k >= 0,
+      .top_k = o->top_k,
+      .has_min_p = !isnan(o->min_p),
+      .min_p = o->min_p,
+      .logprobs = -1,
+      .ignore_eos = o->ignore_eos,
+      .api_key = getenv("OPENAI_API_KEY"),
+      .request_id_prefix = o->request_id_prefix,
+      .max_concurrency = (uint32_t)o->max_concurrency,
+      .timeout_ns = (int64_t)(o->request_timeout_sec * 1e9),
+      .num_threads = (uint32_t)o->num_client_threads,
+  };
+  CHECK(client_endpoint_from_name(o->endpoint_type, &c.endpoint));  // validated by the parser
+  return c;
+}
+
+static bool load_dataset(const BenchOptions *o, const Tokenizer *tok, FILE *out, Dataset *d,
+                         char *err, size_t err_size) {
+  char e[1024];
+  bool ok;
+  if (strcmp(o->dataset_name, "sharegpt") == 0) {
+    ShareGptParams p = {.path = o->dataset_path,
+                        .num_requests = (size_t)o->num_prompts,
+                        .seed = o->seed,
+                        .output_len = o->sharegpt_output_len,
+                        .no_oversample = o->no_oversample};
+    ok = dataset_load_sharegpt(&p, tok, d, e, sizeof e);
+    if (ok && d->num_oversampled)
+      fprintf(out, "Oversampled requests to reach %d total samples.\n", o->num_prompts);
+  } else {
+    RandomParams p = {.num_requests = (size_t)o->num_prompts,
+                      .input_len = (uint32_t)o->random_input_len,
+                      .output_len = (uint32_t)o->random_output_len,
+                      .range_ratio = o->random_range_ratio,
+                      .prefix_len = (uint32_t)o->random_prefix_len,
+                      .seed = o->seed};
+    RandomBounds b;
+    ok = dataset_random_bounds(&p, &b, e, sizeof e);
+    if (ok) {
+      fprintf(out, "Sampling input_len from [%u, %u] and output_len from [%u, %u]\n", b.input_lo,
+             b.input_hi, b.output_lo, b.output_hi);
+      ok = dataset_make_random(&p, tok, d, e, sizeof e);
+    }
+  }
+  return ok || fail(err, err_size, e);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the run
+
+typedef struct {
+  atomic_size_t num_finished;
+  atomic_bool done;
+  size_t num_total;
+} Progress;
+
+// A one-line counter on stderr (vLLM shows a tqdm bar there), when stderr is a terminal.
+static void *progress_main(void *arg) {
+  Progress *p = arg;
+  while (!atomic_load(&p->done)) {
+    fprintf(stderr, "\r%zu/%zu requests", atomic_load(&p->num_finished), p->num_total);
+    usleep(200000);
+  }
+  fprintf(stderr, "\r%zu/%zu requests\n", atomic_load(&p->num_finished), p->num_total);
+  return NULL;
+}
+
+static bool ready_check(const BenchOptions *o, const ClientOptions *c, const Dataset *d, FILE *out,
+                        char *err, size_t err_size) {
+  if (o->ready_check_timeout_sec <= 0) {
+    fputs("Skipping endpoint ready check.\n", out);
+    return true;
+  }
+  fputs("Starting initial single prompt test run...\n", out);
+  fprintf(out, "Waiting for endpoint to become up in %d seconds\n", o->ready_check_timeout_sec);
+  fflush(out);
+  ClientOptions probe = *c;
+  probe.request_id_prefix = NULL;  // vLLM's test request carries no id
+  RequestResult r = {0};
+  bool ok = client_ready_check(&probe, &d->requests[0],
+                               o->ready_check_timeout_sec * INT64_C(1000000000), READY_RETRY_NS, &r);
+  if (!ok)
+    snprintf(err, err_size,
+             "Initial test run failed - Please make sure benchmark arguments are correctly "
+             "specified. Error: %s",
+             r.error ? r.error : "no answer");
+  request_result_free(&r);
+  if (ok) fputs("Initial test run completed. Starting main benchmark run...\n", out);
+  return ok;
+}
+
+static bool warmup(const BenchOptions *o, const ClientOptions *c, const Dataset *d, FILE *out,
+                   char *err, size_t err_size) {
+  if (o->num_warmups == 0) return true;
+  size_t n = (size_t)o->num_warmups;
+  fprintf(out, "Warming up with %zu requests...\n", n);
+  fflush(out);
+  BenchRequest *reqs = xmalloc(n * sizeof *reqs);
+  int64_t *due = xmalloc(n * sizeof *due);
+  RequestResult *results = xcalloc(n, sizeof *results);
+  for (size_t i = 0; i < n; i++) {
+    reqs[i] = d->requests[i % d->num_requests];
+    due[i] = 0;
+  }
+  ClientOptions warm = *c;
+  warm.request_id_prefix = NULL;
+  char e[512];
+  bool ok = client_run(&warm, reqs, due, n, results, NULL, e, sizeof e);
+  size_t num_failed = 0;
+  for (size_t i = 0; i < n; i++) {
+    num_failed += !results[i].success;
+    request_result_free(&results[i]);
+  }
+  if (ok) fprintf(out, "Warmup run completed (%zu of %zu failed).\n", num_failed, n);
+  else snprintf(err, err_size, "bench: warmup: %s", e);
+  free(results);
+  free(due);
+  free(reqs);
+  return ok;
+}
+
+// vLLM counts the generated text with the tokenizer when the server sent no usage.
+static void resolve_output_tokens(const Tokenizer *tok, RequestResult *results, size_t n) {
+  TokenIds ids = {0};
+  for (size_t i = 0; i < n; i++) {
+    RequestResult *r = &results[i];
+    if (!r->success || r->output_tokens || !r->generated_text) continue;
+    ids.len = 0;
+    tok_encode(tok, r->generated_text, strlen(r->generated_text), true, &ids);
+    r->output_tokens = (uint32_t)ids.len;
+  }
+  token_ids_free(&ids);
+}
+
+static void print_traffic(const BenchOptions *o, FILE *out) {
+  char rate[PYFMT_FLOAT_LEN], burst[PYFMT_FLOAT_LEN];
+  pyfmt_float_repr(o->request_rate, rate);
+  pyfmt_float_repr(o->burstiness, burst);
+  fprintf(out, "Traffic request rate: %s\n", rate);
+  fprintf(out, "Burstiness factor: %s (%s)\n", burst,
+          o->burstiness == 1.0 ? "Poisson process" : "Gamma distribution");
+  if (o->max_concurrency) fprintf(out, "Maximum request concurrency: %d\n", o->max_concurrency);
+  else fputs("Maximum request concurrency: None\n", out);
+  fflush(out);
+}
+
+// Runs the timed benchmark; *duration_ns gets its duration (vLLM: from just before the first
+// arrival delay to when the last request finished).
+static bool timed_run(const BenchOptions *o, ClientOptions *c, const Dataset *d,
+                      RequestResult *results, int64_t *duration_ns, char *err, size_t err_size) {
+  size_t n = d->num_requests;
+  ArrivalParams ap = {.request_rate = o->request_rate, .burstiness = o->burstiness, .seed = o->seed};
+  int64_t *due = xmalloc(n * sizeof *due);
+  char e[512];
+  if (!arrivals_schedule(&ap, n, due, e, sizeof e)) {
+    free(due);
+    return fail(err, err_size, e);
+  }
+
+  Progress progress = {.num_total = n};
+  pthread_t progress_thread;
+  bool show_progress = !o->disable_tqdm && isatty(STDERR_FILENO);
+  c->num_finished = &progress.num_finished;
+  if (show_progress) CHECK(pthread_create(&progress_thread, NULL, progress_main, &progress) == 0);
+
+  int64_t start_ns = clock_now_ns();
+  for (size_t i = 0; i < n; i++) due[i] += start_ns;
+  bool ok = client_run(c, d->requests, due, n, results, NULL, e, sizeof e);
+  *duration_ns = clock_now_ns() - start_ns;
+
+  atomic_store(&progress.done, true);
+  if (show_progress) pthread_join(progress_thread, NULL);
+  c->num_finished = NULL;
+  free(due);
+  return ok || fail(err, err_size, e);
+}
+
+// ---------------------------------------------------------------------------------------------
+// results
+
+static bool make_dirs(const char *dir, char *err, size_t err_size) {
+  Buf path = {0};
+  bool ok = true;
+  buf_append_str(&path, dir);
+  for (size_t i = 1; i <= path.len; i++) {
+    if (path.data[i] != '/' && path.data[i] != '\0') continue;
+    char saved = path.data[i];
+    path.data[i] = '\0';
+    if (mkdir(path.data, 0755) != 0 && errno != EEXIST) {
+      snprintf(err, err_size, "bench: --result-dir: cannot create %s: %s", path.data,
+               strerror(errno));
+      ok = false;
+      break;
+    }
+    path.data[i] = saved;
+  }
+  buf_free(&path);
+  return ok;
+}
+
+static bool save_result(const BenchOptions *o, const BenchRunIo *io, const ReportContext *ctx,
+                        const BenchMetrics *m, const RequestResult *results, size_t n, char *err,
+                        size_t err_size) {
+  char name[1024], e[1024];
+  if (o->result_filename) snprintf(name, sizeof name, "%s", o->result_filename);
+  else report_result_filename(ctx, name, sizeof name);
+  Buf path = {0};
+  if (io->result_path) buf_append_str(&path, io->result_path);
+  else {
+    if (o->result_dir) {
+      if (!make_dirs(o->result_dir, err, err_size)) {
+        buf_free(&path);
+        return false;
+      }
+      buf_printf(&path, "%s/", o->result_dir);
+    }
+    buf_append_str(&path, name);
+  }
+  bool ok = report_write_json(path.data, ctx, m, results, n, e, sizeof e);
+  buf_free(&path);
+  return ok || fail(err, err_size, e);
+}
+
+bool bench_run(const BenchOptions *opts, const BenchRunIo *io, char *err, size_t err_size) {
+  BenchOptions o = *opts;
+  MetricsOptions mo;
+  if (!metrics_options(&o, &mo, err, err_size)) return false;
+  FILE *out = io->out;
+  char e[1024];
+  Buf base = {0}, url = {0}, models_url = {0};
+  base_url(&o, &base);
+  buf_printf(&url, "%s%s", base.data, o.endpoint);
+  buf_printf(&models_url, "%s/v1/models", base.data);
+  ClientOptions c = client_options(&o, url.data);
+  char *discovered_model = NULL;
+  Dataset d = {0};
+  RequestResult *results = NULL;
+  bool ok = false, have_data = false;
+  if (!o.model) {
+    if (!client_first_model_id(&c, models_url.data, &discovered_model, e, sizeof e)) {
+      snprintf(err, err_size, "bench: --model not given and %s (pass --model NAME)", e);
+      goto done;
+    }
+    o.model = discovered_model;
+  }
+  c.model = o.served_model_name ? o.served_model_name : o.model;
+  if (!client_options_check(&c, e, sizeof e)) {
+    fail(err, err_size, e);
+    goto done;
+  }
+  if (!load_dataset(&o, io->tok, out, &d, err, err_size)) goto done;
+  have_data = true;
+  if (!ready_check(&o, &c, &d, out, err, err_size) || !warmup(&o, &c, &d, out, err, err_size))
+    goto done;
+  print_traffic(&o, out);
+
+  results = xcalloc(d.num_requests, sizeof *results);
+  int64_t duration_ns;
+  if (!timed_run(&o, &c, &d, results, &duration_ns, err, err_size)) goto done;
+  resolve_output_tokens(io->tok, results, d.num_requests);
+  BenchMetrics m;
+  metrics_compute(&m, results, d.num_requests, duration_ns, &mo);
+
+  char date[32];
+  time_t now = time(NULL);
+  strftime(date, sizeof date, "%Y%m%d-%H%M%S", localtime(&now));
+  ReportContext ctx = {.date = date,
+                       .endpoint_type = o.endpoint_type,
+                       .label = o.label,
+                       .model_id = o.model,
+                       .tokenizer_id = o.tokenizer ? o.tokenizer : o.model,
+                       .num_prompts = o.num_prompts,
+                       .metadata = o.metadata,
+                       .num_metadata = (size_t)o.num_metadata,
+                       .request_rate = o.request_rate,
+                       .burstiness = o.burstiness,
+                       .max_concurrency = o.max_concurrency,
+                       .dataset_name = d.name,
+                       .save_detailed = o.save_detailed,
+                       .append_result = o.append_result};
+  report_print(out, &ctx, &m);
+  fflush(out);
+  report_print_warnings(stderr, &m);
+  ok = !(io->result_path || o.save_result || o.append_result) ||
+       save_result(&o, io, &ctx, &m, results, d.num_requests, err, err_size);
+
+done:
+  if (results)
+    for (size_t i = 0; i < d.num_requests; i++) request_result_free(&results[i]);
+  free(results);
+  if (have_data) dataset_free(&d);
+  free(discovered_model);
+  buf_free(&base);
+  buf_free(&url);
+  buf_free(&models_url);
+  return ok;
+}

@@ -1,0 +1,102 @@
+// sweep_cmd.c: `gptoss-bench sweep FILE [--name N] [--results-dir DIR] [--only ID[,ID...]]
+// [--dry-run]`: reads and checks the sweep file, runs it (sweep_run.c), then writes the run's
+// summary (summary.c). Dies with a clear message on bad input; exits 130 after Ctrl-C.
+#include "sweep/sweep_cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/file.h"
+#include "sweep/summary.h"
+#include "sweep/sweep_file.h"
+#include "sweep/sweep_run.h"
+
+static const char USAGE[] =
+    "usage: gptoss-bench sweep FILE.ini [--name NAME] [--results-dir DIR (results)]\n"
+    "                          [--only ENGINE[,ENGINE...]] [--dry-run]\n"
+    "  Starts each engine of FILE in turn, runs its workloads with the load generator and\n"
+    "  writes DIR/NAME-<UTC time>/ (manifest.json, <engine>/engine.log, <engine>/<workload>.json,\n"
+    "  summary.md). --dry-run checks FILE and prints the plan. Ctrl-C stops, exit status 130.\n";
+
+static void select_engines(const SweepFile *f, const char *only, bool *selected) {
+  for (size_t i = 0; i < f->num_engines; i++) selected[i] = only == NULL;
+  if (!only) return;
+  char *list = xstrdup(only), *save = NULL;
+  for (char *id = strtok_r(list, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
+    size_t i = 0;
+    while (i < f->num_engines && strcmp(f->engines[i].id, id) != 0) i++;
+    if (i == f->num_engines) die("sweep: --only: %s has no [engine.%s]", f->path, id);
+    selected[i] = true;
+  }
+  free(list);
+}
+
+static void print_plan(const SweepFile *f, const bool *selected, const char *engine_bin) {
+  printf("sweep %s: %zu engines, %zu workloads, repeat %d\n", f->name, f->num_engines,
+         f->num_workloads, f->repeat);
+  for (size_t i = 0; i < f->num_engines; i++) {
+    const SweepEngine *e = &f->engines[i];
+    char **argv = sweep_engine_argv(e, engine_bin, -1);
+    printf("engine %s (%s, %d GPU%s)%s:", e->id, e->label, e->gpus, e->gpus > 1 ? "s" : "",
+           selected[i] ? "" : " [skipped]");
+    for (size_t k = 0; k < e->num_env; k++) printf(" %s", e->env[k]);
+    for (char **a = argv; *a; a++) printf(" %s", *a);
+    printf("\n  workloads:");
+    for (size_t j = 0; j < f->num_workloads; j++)
+      if (e->runs[j]) printf(" %s", f->workloads[j].id);
+    printf("\n");
+    sweep_argv_free(argv);
+  }
+  for (size_t j = 0; j < f->num_workloads; j++) {
+    const SweepWorkload *w = &f->workloads[j];
+    printf("workload %s (%s): gptoss-bench", w->id, w->label);
+    for (int k = 0; k < w->num_args; k++) printf(" %s", w->args[k]);
+    printf("\n");
+  }
+}
+
+int sweep_cmd_main(int argc, char **argv) {
+  const char *path = NULL, *name = NULL, *results_dir = "results", *only = NULL;
+  bool dry_run = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    bool has_value = i + 1 < argc;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(USAGE, stdout);
+      return 0;
+    } else if (strcmp(a, "--dry-run") == 0) dry_run = true;
+    else if (strcmp(a, "--name") == 0 && has_value) name = argv[++i];
+    else if (strcmp(a, "--results-dir") == 0 && has_value) results_dir = argv[++i];
+    else if (strcmp(a, "--only") == 0 && has_value) only = argv[++i];
+    else if (a[0] != '-' && !path) path = a;
+    else die("sweep: unexpected argument '%s'\n%s", a, USAGE);
+  }
+  if (!path) die("sweep: no sweep file given\n%s", USAGE);
+
+  char err[1024], exe_dir[1024], run_dir[1200];
+  SweepFile f;
+  if (!sweep_file_load(&f, path, err, sizeof err)) die("sweep: %s", err);
+  if (!file_exe_dir(exe_dir, sizeof exe_dir)) die("sweep: cannot find this program's folder");
+  char engine_bin[1100];
+  snprintf(engine_bin, sizeof engine_bin, "%s/gptoss-engine", exe_dir);
+  bool *selected = xcalloc(f.num_engines, sizeof *selected);
+  select_engines(&f, only, selected);
+  if (dry_run) {
+    print_plan(&f, selected, engine_bin);
+    free(selected);
+    sweep_file_free(&f);
+    return 0;
+  }
+  SweepRunOptions o = {.results_dir = results_dir, .name = name, .selected = selected,
+                       .engine_bin = engine_bin};
+  SweepOutcome outcome = sweep_run(&f, &o, run_dir, sizeof run_dir, err, sizeof err);
+  if (outcome == SWEEP_ERROR) die("sweep: %s", err);
+  if (!summary_write(run_dir, NULL, err, sizeof err))
+    fprintf(stderr, "sweep: warning: no summary: %s\n", err);
+  else fprintf(stderr, "sweep: summary in %s/summary.md\n", run_dir);
+  free(selected);
+  sweep_file_free(&f);
+  return outcome == SWEEP_INTERRUPTED ? 130 : 0;
+}

@@ -1,0 +1,27 @@
+// sweep_run.h: one sweep: the run folder, each engine started, checked and stopped in turn, each
+// of its workloads run `repeat` times by the in-process load generator, the manifest rewritten
+// atomically after every step, progress with an ETA on stderr, Ctrl-C handled. Leaves no process
+// behind. Writes no summary (summary.c does, from the folder).
+#ifndef GB_SWEEP_SWEEP_RUN_H
+#define GB_SWEEP_SWEEP_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "sweep/sweep_file.h"
+
+typedef struct {
+  const char *results_dir;   // the run folder goes in here ("results")
+  const char *name;          // NULL: the sweep file's name
+  const bool *selected;      // [num_engines] engines to run (the others are "skipped")
+  const char *engine_bin;    // the built-in engine's binary
+} SweepRunOptions;
+
+typedef enum { SWEEP_DONE, SWEEP_INTERRUPTED, SWEEP_ERROR } SweepOutcome;
+
+// Runs the sweep; run_dir gets the run folder's path. SWEEP_ERROR (err filled) only when the run
+// folder or the manifest cannot be written; failed engines are recorded, not errors.
+SweepOutcome sweep_run(const SweepFile *f, const SweepRunOptions *o, char *run_dir,
+                       size_t run_dir_size, char *err, size_t err_size);
+
+#endif

@@ -1,0 +1,165 @@
+// test_sweep_file.c: sweep files: the schema, defaults, {port} substitution, and that every
+// validation error names the file, the line and the key.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sweep/sweep_file.h"
+
+static const char GOOD[] =
+    "[sweep]\n"
+    "name = study\n"
+    "repeat = 3\n"
+    "baseline = vllm\n"
+    "optimized = tp2\n"
+    "\n"
+    "[engine.vllm]\n"
+    "label = vLLM\n"
+    "command = vllm serve openai/gpt-oss-120b --max-model-len 32768 --port {port}\n"
+    "env.VLLM_ATTENTION_BACKEND = FLASH_ATTN\n"
+    "ready_timeout = 1800\n"
+    "\n"
+    "[engine.tp2]\n"
+    "model = openai/gpt-oss-120b\n"
+    "args = --load-format dummy -tp 2 \"--served-model-name\" 'a b'\n"
+    "gpus = 2\n"
+    "workloads = short\n"
+    "\n"
+    "[workload.sharegpt]\n"
+    "dataset-name = sharegpt\n"
+    "dataset-path = datasets/sharegpt-synth.json\n"
+    "ignore-eos = true\n"
+    "\n"
+    "[workload.short]\n"
+    "label = short (128/4)\n"
+    "random-input-len = 128\n"
+    "random_output_len = 4\n"
+    "\n"
+    "[compare.parallelism]\n"
+    "label = parallelism\n"
+    "base = vllm\n"
+    "candidate = tp2\n"
+    "per_gpu = true\n";
+
+static void test_schema(void **state) {
+  (void)state;
+  SweepFile f;
+  char err[512] = "";
+  assert_true(sweep_file_parse(&f, "good.ini", GOOD, err, sizeof err));
+  assert_string_equal(f.name, "study");
+  assert_int_equal(f.repeat, 3);
+  assert_int_equal(f.num_engines, 2);
+  assert_int_equal(f.baseline, 0);
+  assert_int_equal(f.optimized, 1);
+  SweepEngine *v = &f.engines[0], *t = &f.engines[1];
+  assert_string_equal(v->label, "vLLM");
+  assert_null(v->model);
+  assert_int_equal(v->gpus, 1);
+  assert_int_equal(v->ready_timeout_sec, 1800);
+  assert_int_equal(v->num_env, 1);
+  assert_string_equal(v->env[0], "VLLM_ATTENTION_BACKEND=FLASH_ATTN");
+  assert_true(v->runs[0] && v->runs[1]);
+  assert_string_equal(t->label, "tp2");
+  assert_int_equal(t->gpus, 2);
+  assert_int_equal(t->ready_timeout_sec, 600);
+  assert_false(t->runs[0]);
+  assert_true(t->runs[1]);
+  assert_int_equal(f.num_workloads, 2);
+  assert_string_equal(f.workloads[0].dataset_name, "sharegpt");
+  assert_string_equal(f.workloads[1].dataset_name, "random");
+  assert_string_equal(f.workloads[1].label, "short (128/4)");
+  assert_int_equal(f.workloads[0].num_args, 4);
+  assert_string_equal(f.workloads[0].args[3], "--ignore-eos");
+  assert_string_equal(f.workloads[1].args[2], "--random-output-len=4");
+  assert_int_equal(f.num_comparisons, 1);
+  assert_string_equal(f.comparisons[0].label, "parallelism");
+  assert_true(f.comparisons[0].per_gpu);
+  assert_int_equal(f.comparisons[0].candidate, 1);
+  assert_true(strstr(f.text.data, "[engine.vllm]") != NULL);
+
+  char **argv = sweep_engine_argv(v, "/bin/engine", 8123);
+  assert_string_equal(argv[0], "vllm");
+  assert_string_equal(argv[6], "8123");
+  assert_null(argv[7]);
+  sweep_argv_free(argv);
+  argv = sweep_engine_argv(t, "/bin/engine", 9000);
+  const char *want[] = {"/bin/engine", "serve", "openai/gpt-oss-120b", "--port", "9000",
+                        "--load-format", "dummy", "-tp", "2", "--served-model-name", "a b"};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) assert_string_equal(argv[i], want[i]);
+  assert_null(argv[11]);
+  sweep_argv_free(argv);
+  sweep_file_free(&f);
+}
+
+static void test_defaults_and_port(void **state) {
+  (void)state;
+  SweepFile f;
+  char err[512] = "";
+  assert_true(sweep_file_parse(&f, "configs/my.run.ini",
+                               "[engine.a]\nmodel = gpt-oss-tiny\n[workload.w]\nnum-prompts = 4\n",
+                               err, sizeof err));
+  assert_string_equal(f.name, "my.run");
+  assert_int_equal(f.repeat, 1);
+  assert_int_equal(f.base_port, 0);
+  assert_int_equal(f.stop_grace_sec, 10);
+  assert_int_equal(f.baseline, -1);
+  assert_int_equal(f.optimized, -1);
+  assert_string_equal(f.engines[0].label, "a");
+  sweep_file_free(&f);
+  char *s = sweep_subst_port("--port {port} --x={port}{port}", 42);
+  assert_string_equal(s, "--port 42 --x=4242");
+  free(s);
+  s = sweep_subst_port("{port}", -1);
+  assert_string_equal(s, "{port}");
+  free(s);
+}
+
+// Each bad file must fail with an error that starts with want (file:line: [section] key:).
+static void expect_error(const char *text, const char *want) {
+  SweepFile f;
+  char err[512] = "";
+  assert_false(sweep_file_parse(&f, "bad.ini", text, err, sizeof err));
+  if (strncmp(err, want, strlen(want)) != 0) fail_msg("got '%s', want '%s...'", err, want);
+}
+
+#define ENGINE "[engine.a]\nmodel = m\n"
+#define WORKLOAD "[workload.w]\nnum-prompts = 4\n"
+
+static void test_errors(void **state) {
+  (void)state;
+  expect_error(ENGINE WORKLOAD "[sweep]\nrepeat = 0\n", "bad.ini:6: [sweep] repeat: '0'");
+  expect_error(ENGINE WORKLOAD "[sweep]\nbaseline = nope\n", "bad.ini:6: [sweep] baseline: no [engine.nope]");
+  expect_error(ENGINE WORKLOAD "[sweep]\nfoo = 1\n", "bad.ini:6: [sweep] foo: unknown key");
+  expect_error(ENGINE WORKLOAD "[sweep]\nname = Bad Name\n", "bad.ini:6: [sweep] name:");
+  expect_error(ENGINE "gpus = 0\n" WORKLOAD, "bad.ini:3: [engine.a] gpus: '0'");
+  expect_error(ENGINE "ready_timeout = soon\n" WORKLOAD, "bad.ini:3: [engine.a] ready_timeout:");
+  expect_error(ENGINE "env.1X = y\n" WORKLOAD, "bad.ini:3: [engine.a] env.1X:");
+  expect_error(ENGINE "workloads = w zzz\n" WORKLOAD, "bad.ini:3: [engine.a] workloads: no [workload.zzz]");
+  expect_error(ENGINE "args = \"open\n" WORKLOAD, "bad.ini:3: [engine.a] args: unclosed");
+  expect_error("[engine.a]\ncommand = vllm serve x\n" WORKLOAD, "bad.ini:2: [engine.a] command: the command must pass");
+  expect_error("[engine.a]\nlabel = x\n" WORKLOAD, "bad.ini:2: [engine.a] command: give either");
+  expect_error(ENGINE "model = n\n" WORKLOAD, "bad.ini:3: [engine.a] model: given twice (first on line 2)");
+  expect_error("[engine.A]\nmodel = m\n" WORKLOAD, "bad.ini:2: [engine.A] model: the id 'A'");
+  expect_error(ENGINE "[engines.x]\nk = v\n" WORKLOAD, "bad.ini:4: [engines.x] k: unknown section");
+  expect_error(ENGINE WORKLOAD "num-promptz = 4\n", "bad.ini:5: [workload.w] num-promptz: unknown flag");
+  expect_error(ENGINE WORKLOAD "random-input-len = -3\n", "bad.ini:5: [workload.w] random-input-len: --random-input-len");
+  expect_error(ENGINE WORKLOAD "dataset-name = sharegpt\n", "bad.ini:5: [workload.w] dataset-name: --dataset-name sharegpt needs");
+  expect_error(ENGINE WORKLOAD "port = 80\n", "bad.ini:5: [workload.w] port: the sweep sets --port");
+  expect_error(ENGINE WORKLOAD "[compare.c]\nbase = a\nper_gpu = yes\n", "bad.ini:7: [compare.c] per_gpu: 'yes'");
+  expect_error(ENGINE WORKLOAD "[compare.c]\nbase = a\n", "bad.ini:6: [compare.c] candidate: missing");
+  expect_error(ENGINE WORKLOAD "oops\n", "bad.ini:5: not INI syntax");
+  expect_error(WORKLOAD, "bad.ini: no [engine.ID]");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_schema),
+      cmocka_unit_test(test_defaults_and_port),
+      cmocka_unit_test(test_errors),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
