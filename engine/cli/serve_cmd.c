@@ -34,6 +34,7 @@ typedef struct {
   const char *kv_cache_memory;  // bytes ("4GiB", "2000000000") or a fraction of free memory
   int block_size;
   const char *load_format;
+  const char *weight_format;  // weights_formats_from_name: auto, f32, bf16, q8
   uint64_t seed;
   const char *device;
   const char *api_key;
@@ -51,6 +52,7 @@ static const char USAGE[] =
     "  --max-model-len N (the model's)  --max-num-batched-tokens N (2048)  --max-num-seqs N (128)\n"
     "  --async-scheduling  --kv-cache-memory BYTES|FRACTION (0.2 of the free memory)\n"
     "  --block-size N (16)  --load-format auto|safetensors|dummy  --seed N (0)\n"
+    "  --weight-format auto|f32|bf16|q8 (auto: q8 for dummy weights, f32 for a checkpoint)\n"
     "  --device cpu|cuda|auto (auto)  --attention-backend NAME (or VLLM_ATTENTION_BACKEND)\n"
     "  -tp/--tensor-parallel-size 1  -pp/--pipeline-parallel-size 1  --threads N (all cores)\n";
 
@@ -73,6 +75,7 @@ static ServeOptions parse_options(int argc, char **argv) {
                     .kv_cache_memory = "0.2",
                     .block_size = 16,
                     .load_format = "auto",
+                    .weight_format = "auto",
                     .device = "auto",
                     .tensor_parallel_size = 1,
                     .pipeline_parallel_size = 1};
@@ -87,6 +90,7 @@ static ServeOptions parse_options(int argc, char **argv) {
                                            {"kv-cache-memory", required_argument, 0, 'k'},
                                            {"block-size", required_argument, 0, 'b'},
                                            {"load-format", required_argument, 0, 'l'},
+                                           {"weight-format", required_argument, 0, 'w'},
                                            {"seed", required_argument, 0, 's'},
                                            {"device", required_argument, 0, 'd'},
                                            {"api-key", required_argument, 0, 'K'},
@@ -119,6 +123,7 @@ static ServeOptions parse_options(int argc, char **argv) {
       case 'k': o.kv_cache_memory = optarg; break;
       case 'b': o.block_size = (int)cli_parse_long("serve", "--block-size", optarg, 1, 1024); break;
       case 'l': o.load_format = optarg; break;
+      case 'w': o.weight_format = optarg; break;
       case 's':
         o.seed = (uint64_t)cli_parse_long("serve", "--seed", optarg, 0, __LONG_MAX__);
         break;
@@ -206,8 +211,10 @@ static size_t kv_cache_bytes(const char *spec) {
 
 static void print_config(const ServeOptions *o, const EngineConfig *c, const char *name,
                          size_t kv_bytes) {
-  printf("gptoss-engine serve: model %s (served as %s), load format %s, device cpu\n", o->model,
-         name, o->load_format);
+  printf(
+      "gptoss-engine serve: model %s (served as %s), load format %s, weight format %s, "
+      "device cpu\n",
+      o->model, name, o->load_format, o->weight_format);
   printf("  host %s  port %d  api key %s\n", o->host, o->port, o->api_key ? "set" : "none");
   printf("  max-model-len %d  max-num-batched-tokens %d  max-num-seqs %d  async-scheduling %s\n",
          c->max_model_len, c->max_num_batched_tokens, c->max_num_seqs,
@@ -253,9 +260,11 @@ int serve_cmd_main(int argc, char **argv) {
   fd_limit_raise(65536);  // thousands of streaming connections, each a file descriptor
 
   char err[1024];
-  WeightsOptions wo = {.expert_format = WEIGHT_F32, .dense_format = WEIGHT_F32, .seed = o.seed};
+  WeightsOptions wo = {.seed = o.seed};
   if (!weights_load_format_from_name(o.load_format, &wo.load_format))
     die("serve: --load-format '%s' is unknown; use auto, safetensors or dummy", o.load_format);
+  if (!weights_formats_from_name(o.weight_format, o.model, &wo))
+    die("serve: --weight-format '%s' is unknown; use auto, f32, bf16 or q8", o.weight_format);
   GptOssWeights w;
   if (!weights_load(o.model, &wo, &w, err, sizeof err)) die("serve: %s", err);
   long model_len = (long)config_max_positions(&w.config);

@@ -42,7 +42,8 @@ done
 
 start_server() {  # flags...; sets $url and $server_pid
   local log=$tmp/serve.$RANDOM.log
-  "$engine" serve gpt-oss-tiny --port 0 --kv-cache-memory 512MiB --max-num-seqs 256 "$@" \
+  "$engine" serve gpt-oss-tiny --weight-format f32 --port 0 --kv-cache-memory 512MiB \
+    --max-num-seqs 256 "$@" \
     > "$log" 2>&1 &
   server_pid=$!
   pids+=("$server_pid")
