@@ -68,6 +68,14 @@ done
 gate_fails() { ! "$bin" gate "$tmp/faster" "$run" > "$tmp/gate.txt" 2>&1; }
 tap_ok "gate: fails against a clearly faster baseline" gate_fails
 
+# The CI gate: this run against the committed baseline (results/baselines/ci-cpu.json, exported
+# from one ci.ini run with `gptoss-bench report RUN --export`). A shared 2-vCPU machine moves
+# throughput by up to 2x between runs (docs/PERF.md), so the tolerance is a 60% drop: loose
+# enough to hold on a busy CI machine, tight enough to catch the engine falling back to its
+# float32 path (3-4x slower) or losing its batching.
+gate_baseline() { "$bin" gate results/baselines/ci-cpu.json "$run" --max-drop 60 > "$tmp/gate.txt" 2>&1; }
+tap_ok "gate: passes against results/baselines/ci-cpu.json (max drop 60%)" gate_baseline
+
 # Ctrl-C during the first engine's workloads.
 "$bin" sweep configs/ci.ini --results-dir "$tmp/int" > "$tmp/int.out" 2> "$tmp/int.err" &
 sweep_pid=$!
