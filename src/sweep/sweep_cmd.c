@@ -9,6 +9,7 @@
 
 #include "common/check.h"
 #include "common/file.h"
+#include "sweep/plot.h"
 #include "sweep/summary.h"
 #include "sweep/sweep_file.h"
 #include "sweep/sweep_run.h"
@@ -96,6 +97,8 @@ int sweep_cmd_main(int argc, char **argv) {
   if (!summary_write(run_dir, NULL, err, sizeof err))
     fprintf(stderr, "sweep: warning: no summary: %s\n", err);
   else fprintf(stderr, "sweep: summary in %s/summary.md\n", run_dir);
+  if (!plot_write(run_dir, err, sizeof err)) fprintf(stderr, "sweep: warning: plots: %s\n", err);
+  else fprintf(stderr, "sweep: plots in %s/plots/\n", run_dir);
   free(selected);
   sweep_file_free(&f);
   return outcome == SWEEP_INTERRUPTED ? 130 : 0;
