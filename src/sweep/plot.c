@@ -89,11 +89,11 @@ static const char HISTOGRAM_STYLE[] =
     "set style fill solid 0.85 border -1\n"
     "set boxwidth 0.9\n"
     "set key outside right top noenhanced\n"
-    "set xtics rotate by -25 noenhanced\n"
+    "set xtics rotate by 15 right noenhanced\n"
     "set grid ytics\n"
     "set yrange [0:*]\n"
     "set offsets 0, 0, graph 0.08, 0\n"
-    "set bmargin 8\n";
+    "set bmargin 10\n";
 
 static void write_scripts(Buf *gp, const RunData *run, const char *chart) {
   Buf body = {0};
