@@ -11,12 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "bench/dataset.h"
 #include "bench/prose.h"
 #include "bench/sharegpt_synth.h"
+#include "common/buf.h"
 #include "common/check.h"
+#include "common/file.h"
 
 // Where the prose comes from unless --source is given: licence texts and package copyright
 // files, present on every Debian system.
@@ -101,25 +102,18 @@ static SynthOptions parse_options(int argc, char **argv) {
   return o;
 }
 
-// Writes list to path via path.tmp.XXXXXX and rename(2), so readers never see half a file.
+// Writes list to path atomically (common/file.h), so readers never see half a file.
 static void write_atomically(const json_t *list, const char *path) {
-  size_t tmp_size = strlen(path) + 16;
-  char *tmp = xmalloc(tmp_size);
-  snprintf(tmp, tmp_size, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) die("dataset sharegpt-synth: cannot write %s: %s", path, strerror(errno));
-  mode_t mask = umask(0);
-  umask(mask);
-  FILE *f = fdopen(fd, "w");
-  bool ok = f && fchmod(fd, 0666 & ~mask) == 0 && json_dumpf(list, f, JSON_INDENT(2)) == 0 &&
-            fputc('\n', f) != EOF && fflush(f) == 0 && fsync(fd) == 0;
-  ok = (f ? fclose(f) : close(fd)) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    int saved = errno;
-    unlink(tmp);
-    die("dataset sharegpt-synth: cannot write %s: %s", path, strerror(saved));
-  }
-  free(tmp);
+  char *text = json_dumps(list, JSON_INDENT(2));
+  CHECK(text != NULL);
+  Buf content = {0};
+  buf_append_str(&content, text);
+  buf_append_str(&content, "\n");
+  free(text);
+  char err[1024];
+  if (!file_write_atomic(path, content.data, content.len, err, sizeof err))
+    die("dataset sharegpt-synth: %s", err);
+  buf_free(&content);
 }
 
 // Loads the written file as `bench --dataset-name sharegpt --num-prompts 1000 --seed 0` would

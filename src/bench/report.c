@@ -4,14 +4,11 @@
 #include "bench/report.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "bench/pyfmt.h"
 #include "common/buf.h"
@@ -299,51 +296,6 @@ json_t *report_build_json(const ReportContext *ctx, const BenchMetrics *m,
   return root;
 }
 
-static bool write_all(int fd, const char *data, size_t len) {
-  while (len > 0) {
-    ssize_t n = write(fd, data, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    len -= (size_t)n;
-  }
-  return true;
-}
-
-// Replaces path with data: temporary file beside it, fsync, rename, fsync of the directory.
-static bool replace_file(const char *path, const char *data, size_t len, char *err,
-                         size_t err_size) {
-  const char *slash = strrchr(path, '/');
-  size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
-  Buf temp = {0};
-  buf_append(&temp, path, dir_len);
-  buf_printf(&temp, ".%s.XXXXXX", path + dir_len);
-  int fd = mkstemp(temp.data);
-  bool ok = fd >= 0;
-  if (ok) {
-    mode_t mask = umask(0);  // mkstemp makes 0600; give the file what open() would
-    umask(mask);
-    ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, data, len) && fsync(fd) == 0;
-    ok = close(fd) == 0 && ok;
-    ok = ok && rename(temp.data, path) == 0;
-  }
-  int saved_errno = errno;
-  if (!ok) {
-    if (fd >= 0) unlink(temp.data);
-    snprintf(err, err_size, "cannot write result file %s: %s", path, strerror(saved_errno));
-  } else {
-    buf_clear(&temp);
-    buf_append(&temp, dir_len ? path : ".", dir_len ? dir_len : 1);
-    int dir_fd = open(temp.data, O_RDONLY | O_DIRECTORY);
-    if (dir_fd >= 0) {
-      fsync(dir_fd);  // best effort: the rename is already visible
-      close(dir_fd);
-    }
-  }
-  buf_free(&temp);
-  return ok;
-}
-
 bool report_write_json(const char *path, const ReportContext *ctx, const BenchMetrics *m,
                        const RequestResult *results, size_t num_results, char *err,
                        size_t err_size) {
@@ -363,7 +315,7 @@ bool report_write_json(const char *path, const ReportContext *ctx, const BenchMe
   }
   buf_append_str(&content, json);
   free(json);
-  ok = ok && replace_file(path, content.data, content.len, err, err_size);
+  ok = ok && file_write_atomic(path, content.data, content.len, err, err_size);
   buf_free(&content);
   return ok;
 }

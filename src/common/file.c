@@ -1,9 +1,12 @@
-// file.c: whole-file reads and locating the running executable.
+// file.c: whole-file reads, atomic whole-file writes and locating the running executable.
 #include "common/file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 bool file_read_all(const char *path, Buf *out, char *err, size_t err_size) {
@@ -31,4 +34,48 @@ bool file_exe_dir(char *out, size_t out_size) {
   if (!slash) return false;
   *slash = '\0';
   return true;
+}
+
+static bool write_all(int fd, const char *data, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(fd, data, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    len -= (size_t)n;
+  }
+  return true;
+}
+
+bool file_write_atomic(const char *path, const void *data, size_t len, char *err,
+                       size_t err_size) {
+  const char *slash = strrchr(path, '/');
+  size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+  Buf temp = {0};
+  buf_append(&temp, path, dir_len);
+  buf_printf(&temp, ".%s.XXXXXX", path + dir_len);
+  int fd = mkstemp(temp.data);
+  bool ok = fd >= 0;
+  if (ok) {
+    mode_t mask = umask(0);  // mkstemp makes 0600; give the file what open() would
+    umask(mask);
+    ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, data, len) && fsync(fd) == 0;
+    ok = close(fd) == 0 && ok;
+    ok = ok && rename(temp.data, path) == 0;
+  }
+  int saved_errno = errno;
+  if (!ok) {
+    if (fd >= 0) unlink(temp.data);
+    snprintf(err, err_size, "cannot write %s: %s", path, strerror(saved_errno));
+  } else {
+    buf_clear(&temp);
+    buf_append(&temp, dir_len ? path : ".", dir_len ? dir_len : 1);
+    int dir_fd = open(temp.data, O_RDONLY | O_DIRECTORY);
+    if (dir_fd >= 0) {
+      fsync(dir_fd);  // best effort: the rename is already visible
+      close(dir_fd);
+    }
+  }
+  buf_free(&temp);
+  return ok;
 }

@@ -1,5 +1,5 @@
-// file.h: whole-file reads and the path of the running executable. Errors are returned as
-// messages that name the file and the system's reason, never printed here.
+// file.h: whole-file reads, atomic whole-file writes and the path of the running executable.
+// Errors are returned as messages that name the file and the system's reason, never printed.
 #ifndef GB_COMMON_FILE_H
 #define GB_COMMON_FILE_H
 
@@ -10,6 +10,13 @@
 
 // Reads the whole file (or stdin for "-") into out. Returns false and fills err on failure.
 bool file_read_all(const char *path, Buf *out, char *err, size_t err_size);
+
+// Replaces path with data[len] atomically: a temporary file beside it (the mode open() would
+// give), fsync, rename, then a best-effort fsync of the directory, so a reader never sees half a
+// file and a crash leaves the old file or the new one. False with err naming the path and the
+// system's reason; no temporary file is left behind.
+bool file_write_atomic(const char *path, const void *data, size_t len, char *err,
+                       size_t err_size);
 
 // Directory of the running executable (from /proc/self/exe), e.g. ".../build/bin".
 // Returns false when it cannot be found.

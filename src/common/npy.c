@@ -2,12 +2,10 @@
 // raw little-endian data). x86-64 and aarch64 are little-endian, so data is copied as is.
 #include "common/npy.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/check.h"
@@ -22,23 +20,15 @@ bool npy_write_f32(const char *path, const float *data, int64_t rows, int64_t co
              rows, cols);
   while ((10 + header.len + 1) % 64) buf_append_byte(&header, ' ');  // header ends 64-aligned
   buf_append_byte(&header, '\n');
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-  FILE *f = fopen(tmp, "wb");
-  bool ok = f != NULL;
-  if (ok) {
-    uint8_t preamble[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)header.len,
-                            (uint8_t)(header.len >> 8)};
-    size_t n = (size_t)rows * (size_t)cols;
-    ok = fwrite(preamble, 1, 10, f) == 10 && fwrite(header.data, 1, header.len, f) == header.len &&
-         fwrite(data, sizeof *data, n, f) == n;
-    ok = (fclose(f) == 0) && ok;
-  }
-  if (ok) ok = rename(tmp, path) == 0;
-  if (!ok) {
-    snprintf(err, err_size, "cannot write %s: %s", path, strerror(errno));
-    unlink(tmp);
-  }
+  size_t data_bytes = (size_t)rows * (size_t)cols * sizeof *data;
+  Buf file = {0};
+  uint8_t preamble[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)header.len,
+                          (uint8_t)(header.len >> 8)};
+  buf_append(&file, preamble, sizeof preamble);
+  buf_append(&file, header.data, header.len);
+  buf_append(&file, data, data_bytes);
+  bool ok = file_write_atomic(path, file.data, file.len, err, err_size);
+  buf_free(&file);
   buf_free(&header);
   return ok;
 }

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 
 #include "common/buf.h"
-#include "sweep/out_file.h"
+#include "common/file.h"
 
 extern char **environ;
 
@@ -136,7 +136,7 @@ static bool write_file(const char *dir, const char *name, const Buf *b, char *er
                        size_t err_size) {
   Buf path = {0};
   buf_printf(&path, "%s/%s", dir, name);
-  bool ok = out_file_write(path.data, b->data ? b->data : "", b->len, err, err_size);
+  bool ok = file_write_atomic(path.data, b->data ? b->data : "", b->len, err, err_size);
   buf_free(&path);
   return ok;
 }

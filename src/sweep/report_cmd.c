@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 
 #include "common/buf.h"
+#include "common/file.h"
 #include "common/check.h"
-#include "sweep/out_file.h"
 #include "sweep/run_data.h"
 #include "sweep/summary.h"
 
@@ -30,7 +30,7 @@ static void export_run(const char *run_path, const char *file) {
   if (!text) die("%s: cannot serialise the result file", file);
   Buf b = {0};
   buf_printf(&b, "%s\n", text);
-  if (!out_file_write(file, b.data, b.len, err, sizeof err)) die("%s", err);
+  if (!file_write_atomic(file, b.data, b.len, err, sizeof err)) die("%s", err);
   printf("wrote %s\n", file);
   free(text);
   buf_free(&b);

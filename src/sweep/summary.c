@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sweep/out_file.h"
+#include "common/file.h"
 
 // Markdown table text: '|' would end the cell, newlines the row.
 static void cell_text(Buf *out, const char *s) {
@@ -299,10 +299,10 @@ bool summary_write(const char *run_dir, const char *compare_path, char *err, siz
     summary_render_md(&md, &run, have_compare ? &compare : NULL);
     summary_render_csv(&csv, &run);
     buf_printf(&path, "%s/summary.md", run_dir);
-    ok = out_file_write(path.data, md.data, md.len, err, err_size);
+    ok = file_write_atomic(path.data, md.data, md.len, err, err_size);
     buf_clear(&path);
     buf_printf(&path, "%s/summary.csv", run_dir);
-    ok = ok && out_file_write(path.data, csv.data, csv.len, err, err_size);
+    ok = ok && file_write_atomic(path.data, csv.data, csv.len, err, err_size);
   }
   run_data_free(&compare);
   run_data_free(&run);

@@ -19,10 +19,10 @@
 #include "bench/bench_options.h"
 #include "bench/bench_run.h"
 #include "common/buf.h"
+#include "common/file.h"
 #include "common/check.h"
 #include "common/clock.h"
 #include "sweep/engine_process.h"
-#include "sweep/out_file.h"
 
 #define NS_PER_SEC INT64_C(1000000000)
 // The sweep has already seen /health answer: the load generator's own test request needs less
@@ -155,7 +155,7 @@ static bool write_manifest(const Sweep *s, char *err, size_t err_size) {
   char *text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   char path[1200];
   snprintf(path, sizeof path, "%s/manifest.json", s->run_dir);
-  bool ok = out_file_write(path, text, strlen(text), err, err_size);
+  bool ok = file_write_atomic(path, text, strlen(text), err, err_size);
   free(text);
   json_decref(m);
   return ok;

@@ -478,7 +478,7 @@ static void test_write_error_names_path(void **state) {
   char missing[400], err[512], expected[600], names[512];
   snprintf(missing, sizeof missing, "%s/no-such-dir/result.json", t->dir);
   assert_false(report_write_json(missing, &DEFAULT_CONTEXT, &m, r, 3, err, sizeof err));
-  snprintf(expected, sizeof expected, "cannot write result file %s: No such file or directory",
+  snprintf(expected, sizeof expected, "cannot write %s: No such file or directory",
            missing);
   assert_string_equal(err, expected);
   // A directory in the way of the target: the rename fails and the temporary file is removed.
