@@ -117,7 +117,7 @@ static GenerateOptions parse_options(int argc, char **argv) {
   return o;
 }
 
-static void prompt_tokens(const GenerateOptions *o, TokenIds *ids) {
+static void prompt_tokens(const GenerateOptions *o, const Tokenizer *tok, TokenIds *ids) {
   if (o->prompt_ids) {
     const char *p = o->prompt_ids;
     while (*p) {
@@ -132,23 +132,16 @@ static void prompt_tokens(const GenerateOptions *o, TokenIds *ids) {
     }
     return;
   }
-  Tokenizer tok;
-  char err[1024];
-  if (!tok_init(&tok, TOK_O200K_HARMONY, NULL, err, sizeof err)) die("generate: %s", err);
   if (o->prompt)
-    tok_encode(&tok, o->prompt, strlen(o->prompt), false, ids);
+    tok_encode(tok, o->prompt, strlen(o->prompt), false, ids);
   else
-    harmony_render_prompt(&tok, &(HarmonyMessage){.role = "user", .content = o->chat}, 1, NULL,
+    harmony_render_prompt(tok, &(HarmonyMessage){.role = "user", .content = o->chat}, 1, NULL,
                           ids);
-  tok_free(&tok);
 }
 
-static void print_result(const TokenIds *prompt, const GenerateResult *r) {
-  Tokenizer tok;
-  char err[1024];
-  if (!tok_init(&tok, TOK_O200K_HARMONY, NULL, err, sizeof err)) die("generate: %s", err);
+static void print_result(const Tokenizer *tok, const TokenIds *prompt, const GenerateResult *r) {
   Buf text = {0};
-  stream_decoder_decode_all(&tok, r->output_ids.data, r->output_ids.len, &text);
+  stream_decoder_decode_all(tok, r->output_ids.data, r->output_ids.len, &text);
   json_t *p = json_array(), *out = json_array();
   for (size_t i = 0; i < prompt->len; i++) json_array_append_new(p, json_integer(prompt->data[i]));
   for (size_t i = 0; i < r->output_ids.len; i++)
@@ -161,7 +154,6 @@ static void print_result(const TokenIds *prompt, const GenerateResult *r) {
   free(s);
   json_decref(line);
   buf_free(&text);
-  tok_free(&tok);
 }
 
 int generate_cmd_main(int argc, char **argv) {
@@ -172,9 +164,11 @@ int generate_cmd_main(int argc, char **argv) {
   if (!weights_formats_from_name(o.weight_format, o.model, &wo))
     die("generate: --weight-format '%s' is unknown; use auto, f32, bf16 or q8", o.weight_format);
   TokenIds prompt = {0};
-  prompt_tokens(&o, &prompt);
-
   char err[1024];
+  Tokenizer tok;  // loaded once: it encodes the prompt and decodes the output
+  if (!tok_init(&tok, TOK_O200K_HARMONY, NULL, err, sizeof err)) die("generate: %s", err);
+  prompt_tokens(&o, &tok, &prompt);
+
   GptOssWeights w;
   if (!weights_load(o.model, &wo, &w, err, sizeof err)) die("generate: %s", err);
   Backend *be = cpu_backend_create(o.num_threads);
@@ -196,7 +190,8 @@ int generate_cmd_main(int argc, char **argv) {
   if (o.logits_out && !npy_write_f32(o.logits_out, logits, (int64_t)prompt.len, w.config.vocab_size,
                                      err, sizeof err))
     die("generate: --logits-out: %s", err);
-  print_result(&prompt, &result);
+  print_result(&tok, &prompt, &result);
+  tok_free(&tok);
 
   free(logits);
   token_ids_free(&result.output_ids);
