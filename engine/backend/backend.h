@@ -36,6 +36,10 @@ typedef struct {
   const LayerWeights *layer;
   const float *x;        // [num_tokens, hidden] the normalised input
   int num_tokens;
+  // The experts this rank holds (expert parallelism, model/shard.h): layer->mlp1[i], mlp2[i] and
+  // their biases are expert expert_begin + i. The router still scores all experts; a token's
+  // picks outside [expert_begin, expert_end) add nothing here (another rank adds them).
+  int expert_begin, expert_end;
   float *residual;       // [num_tokens, hidden] the MoE output is added here
 } MoeArgs;
 
@@ -72,6 +76,19 @@ struct Backend {
   // out[r] = in[rows[r]] for r < num_rows.                      in, out: [*, dim]
   void (*gather_rows)(Backend *be, const float *in, const int32_t *rows, int num_rows, int dim,
                       float *out);
+  // dst[i] += src[i].                                           dst, src: [n]
+  void (*add)(Backend *be, float *dst, const float *src, size_t n);
+  // bytes zero bytes at ptr.
+  void (*zero)(Backend *be, void *ptr, size_t bytes);
+
+  // The batch as the ops read it: a backend whose memory is not the host's copies the index
+  // arrays (token_ids, positions, slot_mapping, query_start, seq_lens, block_tables,
+  // logits_indices) into its own and returns a Batch pointing there, valid until the next call;
+  // the CPU returns host itself. The forward pass calls it once per call and hands every op
+  // the result.
+  const Batch *(*upload_batch)(Backend *be, const Batch *host);
+  // Copies bytes of backend memory to the host (a memcpy on the CPU).
+  void (*to_host)(Backend *be, void *dst, const void *src, size_t bytes);
 
   void *(*alloc)(Backend *be, size_t bytes);  // zeroed; NULL when out of memory
   void (*free)(Backend *be, void *ptr);

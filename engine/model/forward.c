@@ -78,6 +78,7 @@ static void moe_block(Model *m, const Batch *b, int layer) {
                .layer = &m->weights->layers[layer],
                .x = m->normed,
                .num_tokens = b->num_tokens,
+               .expert_end = c->num_experts,
                .residual = m->x};
   be->moe(be, &a);
 }

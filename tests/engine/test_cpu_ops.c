@@ -924,8 +924,12 @@ static double check_moe(Backend *be, const Moe *m, int num_tokens, float x_scale
   double *unclamped = xmalloc((size_t)num_tokens * H * sizeof(double));
   ref_moe(m, x, res, num_tokens, m->c.swiglu_limit, want);
   ref_moe(m, x, res, num_tokens, INFINITY, unclamped);
-  MoeArgs args = {
-      .config = &m->c, .layer = &m->layer, .x = x, .num_tokens = num_tokens, .residual = res};
+  MoeArgs args = {.config = &m->c,
+                  .layer = &m->layer,
+                  .x = x,
+                  .num_tokens = num_tokens,
+                  .expert_end = m->c.num_experts,
+                  .residual = res};
   be->moe(be, &args);
   double scale = 0, clamp_effect = 0;
   for (size_t i = 0; i < (size_t)num_tokens * H; i++) {
@@ -998,8 +1002,12 @@ static void test_moe_clamp_hand(void **state) {
   enum { T = 6 };
   const float x[T][2] = {{10, 10}, {-10, -10}, {3, -20}, {6.5f, 6.9f}, {8, -8}, {-0.5f, 0.25f}};
   float res[T][2] = {{0}};
-  MoeArgs args = {
-      .config = &c, .layer = &layer, .x = &x[0][0], .num_tokens = T, .residual = &res[0][0]};
+  MoeArgs args = {.config = &c,
+                  .layer = &layer,
+                  .x = &x[0][0],
+                  .num_tokens = T,
+                  .expert_end = c.num_experts,
+                  .residual = &res[0][0]};
   be->moe(be, &args);
   const double want[T] = {
       7 / (1 + exp(-1.702 * 7)) * 8,         // both clamped to 7
@@ -1046,7 +1054,12 @@ static void test_moe_topk_ties_and_softmax(void **state) {
     float x[3 * H], res[3 * H] = {0};
     Rng r = {830};
     fill(&r, x, 3 * H, 1.0f);
-    MoeArgs args = {.config = &c, .layer = &layer, .x = x, .num_tokens = 3, .residual = res};
+    MoeArgs args = {.config = &c,
+                    .layer = &layer,
+                    .x = x,
+                    .num_tokens = 3,
+                    .expert_end = c.num_experts,
+                    .residual = res};
     be->moe(be, &args);
     for (int t = 0; t < 3; t++) expect_close(res + t * H, want[i], H, 1e-6, 1e-6, "moe top-k");
   }
@@ -1063,15 +1076,40 @@ static void test_moe_grouping(void **state) {
   check_moe(be, &m, T, 1.0f, 841);
   float *x = random_floats(&r, T * H, 1.0f);
   float res[T * H] = {0}, alone[H];
-  MoeArgs args = {.config = &m.c, .layer = &m.layer, .x = x, .num_tokens = T, .residual = res};
+  MoeArgs args = {.config = &m.c,
+                  .layer = &m.layer,
+                  .x = x,
+                  .num_tokens = T,
+                  .expert_end = m.c.num_experts,
+                  .residual = res};
   be->moe(be, &args);
   for (int t = 0; t < T; t++) {
     memset(alone, 0, sizeof alone);
-    MoeArgs one = {
-        .config = &m.c, .layer = &m.layer, .x = x + t * H, .num_tokens = 1, .residual = alone};
+    MoeArgs one = args;
+    one.x = x + t * H;
+    one.num_tokens = 1;
+    one.residual = alone;
     be->moe(be, &one);
     for (int c = 0; c < H; c++) assert_float_equal(res[t * H + c], alone[c], 1e-5);
   }
+  // Expert parallelism: expert 0 on one rank, experts 1 and 2 on another (each rank's layer
+  // holds only its experts); the two partial sums add up to the whole.
+  float part[2][T * H];
+  memset(part, 0, sizeof part);
+  LayerWeights ranks[2] = {m.layer, m.layer};
+  ranks[1].mlp1 = m.layer.mlp1 + 1;
+  ranks[1].mlp2 = m.layer.mlp2 + 1;
+  ranks[1].mlp1_bias = m.layer.mlp1_bias + 2 * m.c.intermediate_size;
+  ranks[1].mlp2_bias = m.layer.mlp2_bias + H;
+  for (int rank = 0; rank < 2; rank++) {
+    MoeArgs shard = args;
+    shard.layer = &ranks[rank];
+    shard.expert_begin = rank == 0 ? 0 : 1;
+    shard.expert_end = rank == 0 ? 1 : 3;
+    shard.residual = part[rank];
+    be->moe(be, &shard);
+  }
+  for (int i = 0; i < T * H; i++) assert_float_equal(part[0][i] + part[1][i], res[i], 1e-5);
   free(x);
   moe_free(&m);
 }

@@ -7,6 +7,7 @@
 #include <cblas.h>
 #include <unistd.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/cpu/cpu_internal.h"
 #include "common/check.h"
@@ -33,6 +34,17 @@ static void *cpu_alloc(Backend *be, size_t bytes) {
 static void cpu_free(Backend *be, void *ptr) {
   (void)be;
   free(ptr);
+}
+
+// Host memory is the CPU backend's memory: nothing to copy.
+static const Batch *cpu_upload_batch(Backend *be, const Batch *host) {
+  (void)be;
+  return host;
+}
+
+static void cpu_to_host(Backend *be, void *dst, const void *src, size_t bytes) {
+  (void)be;
+  memcpy(dst, src, bytes);
 }
 
 static void cpu_destroy(Backend *be) {
@@ -74,6 +86,10 @@ static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
   be->attention = cpu_attention;
   be->moe = cpu_moe;
   be->gather_rows = cpu_gather_rows;
+  be->add = cpu_add;
+  be->zero = cpu_zero;
+  be->upload_batch = cpu_upload_batch;
+  be->to_host = cpu_to_host;
   be->alloc = cpu_alloc;
   be->free = cpu_free;
   be->destroy = cpu_destroy;

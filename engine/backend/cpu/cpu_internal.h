@@ -100,6 +100,8 @@ void cpu_attention(Backend *be, const AttentionArgs *a);
 void cpu_moe(Backend *be, const MoeArgs *a);
 void cpu_gather_rows(Backend *be, const float *in, const int32_t *rows, int num_rows, int dim,
                      float *out);
+void cpu_add(Backend *be, float *dst, const float *src, size_t n);
+void cpu_zero(Backend *be, void *ptr, size_t bytes);
 
 // sum a[i] * b[i] with eight partial sums (the same order at any thread count).
 // a, b: [n]

@@ -2,8 +2,9 @@
 // linear with bias, top-k on the logits (ties to the lower expert index), softmax over the k,
 // then expert by expert: gather the tokens that picked it, mlp1 + bias, clamped SwiGLU on the
 // interleaved gate/linear pairs, mlp2 + bias, and the routing-weighted rows added to the
-// residual. Matrix products go through cpu_linear; this file owns the routing and the SwiGLU
-// (its AVX-512 twin is cpu_moe512.c).
+// residual; only the experts in [expert_begin, expert_end) run (expert parallelism). Matrix
+// products go through cpu_linear; this file owns the routing and the SwiGLU (its AVX-512 twin is
+// cpu_moe512.c).
 #include <math.h>
 #include <string.h>
 
@@ -156,19 +157,21 @@ void cpu_moe(Backend *be, const MoeArgs *a) {
   offsets[0] = 0;
 
   const bool avx512 = cpu_state(be)->avx512;
-  for (int e = 0; e < num_experts; e++) {
+  CHECK(0 <= a->expert_begin && a->expert_begin < a->expert_end && a->expert_end <= num_experts);
+  for (int e = a->expert_begin; e < a->expert_end; e++) {
     const int n = offsets[e + 1] - offsets[e];
     if (n == 0) continue;
-    const WeightMatrix *w1 = &L->mlp1[e], *w2 = &L->mlp2[e];
+    const int local = e - a->expert_begin;  // index into this rank's experts
+    const WeightMatrix *w1 = &L->mlp1[local], *w2 = &L->mlp2[local];
     CHECK(w1->rows == 2 * (int64_t)inter && w1->cols == hidden);
     CHECK(w2->rows == hidden && w2->cols == inter);
     CpuExpertCtx ex = {a, order + offsets[e], weights, xg, y};
     const int64_t grain = cpu_grain(be, n, hidden, CPU_MOE_PARALLEL_MIN);
     cpu_parallel(be, n, grain, cpu_moe_gather_task, &ex);
-    cpu_linear(be, w1, L->mlp1_bias + (int64_t)e * 2 * inter, xg, n, h, false);
+    cpu_linear(be, w1, L->mlp1_bias + (int64_t)local * 2 * inter, xg, n, h, false);
     CpuSwigluCtx sw = {h, inter, c->swiglu_limit, avx512, act};
     cpu_parallel(be, n, cpu_grain(be, n, inter, CPU_MOE_PARALLEL_MIN), cpu_moe_swiglu_task, &sw);
-    cpu_linear(be, w2, L->mlp2_bias + (int64_t)e * hidden, act, n, y, false);
+    cpu_linear(be, w2, L->mlp2_bias + (int64_t)local * hidden, act, n, y, false);
     cpu_parallel(be, n, grain, cpu_moe_add_task, &ex);
   }
 }

@@ -155,3 +155,25 @@ void cpu_gather_rows(Backend *be, const float *in, const int32_t *rows, int num_
   cpu_parallel(be, num_rows, cpu_grain(be, num_rows, dim, CPU_OPS_PARALLEL_MIN), cpu_gather_task,
                &c);
 }
+
+typedef struct {
+  float *dst;
+  const float *src;
+} CpuAddCtx;
+
+static void cpu_add_task(void *ctx, int64_t begin, int64_t end, int tid) {
+  (void)tid;
+  const CpuAddCtx *c = ctx;
+  for (int64_t i = begin; i < end; i++) c->dst[i] += c->src[i];
+}
+
+void cpu_add(Backend *be, float *dst, const float *src, size_t n) {
+  CpuAddCtx c = {dst, src};
+  cpu_parallel(be, (int64_t)n, cpu_grain(be, (int64_t)n, 1, CPU_OPS_PARALLEL_MIN), cpu_add_task,
+               &c);
+}
+
+void cpu_zero(Backend *be, void *ptr, size_t bytes) {
+  (void)be;
+  memset(ptr, 0, bytes);
+}
