@@ -27,7 +27,7 @@ cpu_list() {
 cpu=${BENCH_CPU-$(cpu_list | head -n 1)}
 server_cpu=${BENCH_SERVER_CPU-$(cpu_list | awk -v c="$cpu" '$1 != c { print; exit }')}
 npm_dir=build/npm
-SECTIONS=(tokenizer client scheduler engine)
+SECTIONS=(tokenizer client scheduler engine parallel)
 status=0
 
 # The command prefix that pins to CPU $1 (nothing when $1 is empty or taskset is missing).
@@ -227,6 +227,21 @@ bench_engine() {
       exit !(d >= dl && p >= pl) }' || met=no
   done
   echo "engine.target_met $met"
+}
+
+# ---------------------------------------------------------------------------------------------
+# parallel: serving throughput of gpt-oss-tiny (dummy weights, q8) under -tp 1, -tp 2 and -pp 2
+# on every CPU (each of the ranks gets cores / ranks threads), tests/bench/bench_parallel.c: 64
+# requests of 128 prompt tokens generating 32, submitted at once; total tokens/s and per rank (the
+# study's per-GPU form), and each split's ratio to one rank in the same run.
+
+bench_parallel() {
+  local out
+  [ -x "$build/bench/bench_parallel" ] ||
+    { echo "bench: $build/bench/bench_parallel is not built; run make bench" >&2; return 1; }
+  echo "== parallel: gpt-oss-tiny serving, dummy weights, all CPUs, tp 1 vs tp 2 vs pp 2"
+  out=$("$build/bench/bench_parallel" --splits 1x1,2x1,1x2) || return 1
+  prefixed parallel "$out"
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -45,7 +45,8 @@ typedef struct {
 
 struct Backend {
   const char *name;
-  void *state;  // the backend's own (thread pool, scratch, handles)
+  void *state;       // the backend's own (thread pool, scratch, handles)
+  bool host_memory;  // alloc returns host memory: the host may read op outputs directly
 
   // out[t] = table row ids[t], as float.                        out: [num_tokens, cols]
   void (*embed)(Backend *be, const WeightMatrix *table, const uint32_t *ids, int num_tokens,

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/check.h"
 
@@ -23,4 +24,13 @@ double cli_parse_double(const char *command, const char *flag, const char *value
   if (end == value || *end || errno || !(v >= lo && v <= hi))
     die("%s: %s '%s' is not a number from %g to %g", command, flag, value, lo, hi);
   return v;
+}
+
+void cli_short_parallel_flags(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "-tp") == 0)
+      argv[i] = "--tensor-parallel-size";
+    else if (strcmp(argv[i], "-pp") == 0)
+      argv[i] = "--pipeline-parallel-size";
+  }
 }

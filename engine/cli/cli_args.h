@@ -1,10 +1,15 @@
-// cli_args.h: number flags for the engine's subcommands: parsed whole and range-checked, or the
-// command dies with a message naming the subcommand, the flag and the allowed range.
+// cli_args.h: flags shared by the engine's subcommands: numbers parsed whole and range-checked
+// (or the command dies with a message naming the subcommand, the flag and the allowed range),
+// and vLLM's one-dash -tp / -pp.
 #ifndef GE_CLI_CLI_ARGS_H
 #define GE_CLI_CLI_ARGS_H
 
 long cli_parse_long(const char *command, const char *flag, const char *value, long lo, long hi);
 double cli_parse_double(const char *command, const char *flag, const char *value, double lo,
                         double hi);
+
+// vLLM spells -tp and -pp with one dash; getopt_long_only would then take every -x as long, so
+// they are rewritten in argv to --tensor-parallel-size and --pipeline-parallel-size.
+void cli_short_parallel_flags(int argc, char **argv);
 
 #endif

@@ -1,4 +1,4 @@
-// generate_cmd.c: `gptoss-engine generate`: flags -> weights, CPU backend, model -> one
+// generate_cmd.c: `gptoss-engine generate`: flags -> the runner (weights, CPU backends, ranks) -> one
 // generation -> {"prompt_ids", "output_ids", "text", "finish_reason"} on stdout, and optionally
 // the prompt's logits as .npy. Dies with a message naming the flag on bad input.
 #include "cli/generate_cmd.h"
@@ -36,6 +36,7 @@ typedef struct {
   const char *logits_out;
   const char *device;
   int num_threads;
+  int tensor_parallel, pipeline_parallel;
 } GenerateOptions;
 
 static const char USAGE[] =
@@ -44,20 +45,24 @@ static const char USAGE[] =
     "         (--prompt-ids 1,2,3 | --prompt TEXT | --chat TEXT) --max-tokens N\n"
     "         [--temperature T] [--top-p P] [--top-k K] [--seed S] [--ignore-eos]\n"
     "         [--logits-out FILE.npy] [--device cpu] [--threads N]\n"
+    "         [--tensor-parallel-size|-tp N] [--pipeline-parallel-size|-pp N]\n"
     "  M: a checkpoint folder (config.json + *.safetensors, OpenAI's original/ layout) or, with\n"
     "     dummy weights, a preset: openai/gpt-oss-120b, openai/gpt-oss-20b, gpt-oss-tiny.\n"
     "  --weight-format: how weights are kept: f32 (exact), bf16 (bf16 dense, MXFP4 experts), q8\n"
     "     (8-bit dense, MXFP4 experts: the fastest); auto (default): q8 for dummy weights, f32\n"
     "     for a checkpoint folder.\n"
     "  Prints one JSON line {\"prompt_ids\", \"output_ids\", \"text\", \"finish_reason\"}.\n"
-    "  --logits-out writes the logits at every prompt position (float32 [prompt, vocab]).\n";
+    "  --logits-out writes the logits at every prompt position (float32 [prompt, vocab]).\n"
+    "  -tp/-pp: tensor and pipeline parallel ranks (threads on the CPU; --threads is shared).\n";
 
 static GenerateOptions parse_options(int argc, char **argv) {
   GenerateOptions o = {.load_format = "auto",
                        .weight_format = "auto",
                        .max_tokens = -1,
                        .top_p = 1,
-                       .device = "cpu"};
+                       .device = "cpu",
+                       .tensor_parallel = 1,
+                       .pipeline_parallel = 1};
   static const struct option longopts[] = {{"model", required_argument, 0, 'm'},
                                            {"load-format", required_argument, 0, 'l'},
                                            {"weight-format", required_argument, 0, 'w'},
@@ -73,9 +78,12 @@ static GenerateOptions parse_options(int argc, char **argv) {
                                            {"logits-out", required_argument, 0, 'o'},
                                            {"device", required_argument, 0, 'd'},
                                            {"threads", required_argument, 0, 'T'},
+                                           {"tensor-parallel-size", required_argument, 0, 'X'},
+                                           {"pipeline-parallel-size", required_argument, 0, 'Y'},
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
   opterr = 0;
+  cli_short_parallel_flags(argc, argv);
   int c;
   while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     switch (c) {
@@ -101,6 +109,12 @@ static GenerateOptions parse_options(int argc, char **argv) {
       case 'd': o.device = optarg; break;
       case 'T':
         o.num_threads = (int)cli_parse_long("generate", "--threads", optarg, 1, 1024);
+        break;
+      case 'X':
+        o.tensor_parallel = (int)cli_parse_long("generate", "-tp", optarg, 1, 64);
+        break;
+      case 'Y':
+        o.pipeline_parallel = (int)cli_parse_long("generate", "-pp", optarg, 1, 16);
         break;
       case 'h': fputs(USAGE, stdout); exit(0);
       case ':': die("generate: %s needs a value\n%s", argv[optind - 1], USAGE);
@@ -169,14 +183,18 @@ int generate_cmd_main(int argc, char **argv) {
   if (!tok_init(&tok, TOK_O200K_HARMONY, NULL, err, sizeof err)) die("generate: %s", err);
   prompt_tokens(&o, &tok, &prompt);
 
-  GptOssWeights w;
-  if (!weights_load(o.model, &wo, &w, err, sizeof err)) die("generate: %s", err);
-  Backend *be = cpu_backend_create(o.num_threads);
-  Model m;
-  if (!model_init(&m, &w, be, prompt.len ? (int)prompt.len : 1, err, sizeof err))
-    die("generate: %s", err);
+  RunnerOptions ro = {.model = o.model,
+                      .weights = wo,
+                      .tensor_parallel = o.tensor_parallel,
+                      .pipeline_parallel = o.pipeline_parallel,
+                      .num_threads = o.num_threads,
+                      .create_backend = cpu_backend_create,
+                      .max_num_tokens = prompt.len ? (int)prompt.len : 1};
+  Runner *runner;
+  if (!runner_create(&runner, &ro, err, sizeof err)) die("generate: %s", err);
+  const int vocab = runner_config(runner)->vocab_size;
   float *logits = NULL;
-  if (o.logits_out) logits = xmalloc(prompt.len * (size_t)w.config.vocab_size * sizeof *logits);
+  if (o.logits_out) logits = xmalloc(prompt.len * (size_t)vocab * sizeof *logits);
   GenerateRequest req = {
       .prompt_ids = prompt.data,
       .num_prompt_ids = prompt.len,
@@ -186,9 +204,9 @@ int generate_cmd_main(int argc, char **argv) {
       .ignore_eos = o.ignore_eos,
       .prompt_logits = logits};
   GenerateResult result;
-  if (!generate_run(&m, &req, &result, err, sizeof err)) die("generate: %s", err);
-  if (o.logits_out && !npy_write_f32(o.logits_out, logits, (int64_t)prompt.len, w.config.vocab_size,
-                                     err, sizeof err))
+  if (!generate_run(runner, &req, &result, err, sizeof err)) die("generate: %s", err);
+  if (o.logits_out &&
+      !npy_write_f32(o.logits_out, logits, (int64_t)prompt.len, vocab, err, sizeof err))
     die("generate: --logits-out: %s", err);
   print_result(&tok, &prompt, &result);
   tok_free(&tok);
@@ -196,8 +214,6 @@ int generate_cmd_main(int argc, char **argv) {
   free(logits);
   token_ids_free(&result.output_ids);
   token_ids_free(&prompt);
-  model_free(&m);
-  be->destroy(be);
-  weights_free(&w);
+  runner_free(runner);
   return fflush(stdout) == 0 ? 0 : 1;
 }

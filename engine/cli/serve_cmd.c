@@ -54,18 +54,8 @@ static const char USAGE[] =
     "  --block-size N (16)  --load-format auto|safetensors|dummy  --seed N (0)\n"
     "  --weight-format auto|f32|bf16|q8 (auto: q8 for dummy weights, f32 for a checkpoint)\n"
     "  --device cpu|cuda|auto (auto)  --attention-backend NAME (or VLLM_ATTENTION_BACKEND)\n"
-    "  -tp/--tensor-parallel-size 1  -pp/--pipeline-parallel-size 1  --threads N (all cores)\n";
-
-// vLLM spells -tp and -pp with one dash; getopt_long_only would then take every -x as long, so
-// they are rewritten to their long names first.
-static void rewrite_short_parallel_flags(int argc, char **argv) {
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "-tp") == 0)
-      argv[i] = "--tensor-parallel-size";
-    else if (strcmp(argv[i], "-pp") == 0)
-      argv[i] = "--pipeline-parallel-size";
-  }
-}
+    "  -tp/--tensor-parallel-size 1  -pp/--pipeline-parallel-size 1  --threads N (all cores,\n"
+    "     shared by the ranks: each of the tp x pp ranks is a thread group of its own)\n";
 
 static ServeOptions parse_options(int argc, char **argv) {
   ServeOptions o = {.host = "127.0.0.1",
@@ -100,7 +90,7 @@ static ServeOptions parse_options(int argc, char **argv) {
                                            {"threads", required_argument, 0, 'j'},
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
-  rewrite_short_parallel_flags(argc, argv);
+  cli_short_parallel_flags(argc, argv);
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -171,10 +161,6 @@ static void check_capabilities(ServeOptions *o) {
           "built-in attention with sinks; leave it unset for the same)",
           o->attention_backend);
   }
-  if (o->tensor_parallel_size != 1 || o->pipeline_parallel_size != 1)
-    die("serve: tensor and pipeline parallelism (-tp %d, -pp %d) are not implemented yet; "
-        "use -tp 1 -pp 1",
-        o->tensor_parallel_size, o->pipeline_parallel_size);
   if (strcmp(o->device, "cuda") == 0)
     die("serve: --device cuda: this build has no CUDA backend yet; use --device cpu");
   if (strcmp(o->device, "cpu") != 0 && strcmp(o->device, "auto") != 0)
@@ -209,8 +195,8 @@ static size_t kv_cache_bytes(const char *spec) {
       spec);
 }
 
-static void print_config(const ServeOptions *o, const EngineConfig *c, const char *name,
-                         size_t kv_bytes) {
+static void print_config(const ServeOptions *o, const EngineConfig *c, const Runner *runner,
+                         const char *name, size_t kv_bytes) {
   printf(
       "gptoss-engine serve: model %s (served as %s), load format %s, weight format %s, "
       "device cpu\n",
@@ -222,8 +208,10 @@ static void print_config(const ServeOptions *o, const EngineConfig *c, const cha
   printf("  block-size %d  kv-cache-memory %.2f GiB: %d blocks = %lld tokens of KV capacity\n",
          c->block_size, (double)kv_bytes / (1 << 30), c->num_kv_blocks,
          (long long)c->num_kv_blocks * c->block_size);
-  printf("  attention backend: built-in (sinks, sliding window)  -tp 1  -pp 1  seed %llu\n",
-         (unsigned long long)o->seed);
+  printf("  attention backend: built-in (sinks, sliding window)  -tp %d  -pp %d (%d ranks of %d "
+         "threads)  seed %llu\n",
+         o->tensor_parallel_size, o->pipeline_parallel_size, runner_num_ranks(runner),
+         runner_threads_per_rank(runner), (unsigned long long)o->seed);
   fflush(stdout);
 }
 
@@ -265,14 +253,21 @@ int serve_cmd_main(int argc, char **argv) {
     die("serve: --load-format '%s' is unknown; use auto, safetensors or dummy", o.load_format);
   if (!weights_formats_from_name(o.weight_format, o.model, &wo))
     die("serve: --weight-format '%s' is unknown; use auto, f32, bf16 or q8", o.weight_format);
-  GptOssWeights w;
-  if (!weights_load(o.model, &wo, &w, err, sizeof err)) die("serve: %s", err);
-  long model_len = (long)config_max_positions(&w.config);
+  RunnerOptions ro = {.model = o.model,
+                      .weights = wo,
+                      .tensor_parallel = o.tensor_parallel_size,
+                      .pipeline_parallel = o.pipeline_parallel_size,
+                      .num_threads = o.num_threads,
+                      .create_backend = cpu_backend_create,
+                      .max_num_tokens = o.max_num_batched_tokens};
+  Runner *runner;
+  if (!runner_create(&runner, &ro, err, sizeof err)) die("serve: %s", err);
+  long model_len = (long)config_max_positions(runner_config(runner));
   if (o.max_model_len > model_len)
     die("serve: --max-model-len %ld is above the model's %ld positions", o.max_model_len,
         model_len);
   size_t kv_bytes = kv_cache_bytes(o.kv_cache_memory);
-  size_t block_bytes = kv_cache_bytes_per_token(&w.config) * (size_t)o.block_size;
+  size_t block_bytes = runner_kv_bytes_per_token(runner) * (size_t)o.block_size;
   EngineConfig config = {.max_num_batched_tokens = o.max_num_batched_tokens,
                          .max_num_seqs = o.max_num_seqs,
                          .max_model_len = (int)(o.max_model_len ? o.max_model_len : model_len),
@@ -283,13 +278,10 @@ int serve_cmd_main(int argc, char **argv) {
     die("serve: --kv-cache-memory %s holds no block of %d tokens (%zu bytes); give more",
         o.kv_cache_memory, o.block_size, block_bytes);
   const char *name = o.served_model_name ? o.served_model_name : o.model;
-  print_config(&o, &config, name, kv_bytes);
+  print_config(&o, &config, runner, name, kv_bytes);
 
-  Backend *be = cpu_backend_create(o.num_threads);
-  Model model;
-  if (!model_init(&model, &w, be, o.max_num_batched_tokens, err, sizeof err)) die("serve: %s", err);
   Engine *engine;
-  if (!engine_create(&engine, &config, &model, err, sizeof err)) die("serve: %s", err);
+  if (!engine_create(&engine, &config, runner, err, sizeof err)) die("serve: %s", err);
   Tokenizer tok;
   if (!tok_init(&tok, TOK_O200K_HARMONY, NULL, err, sizeof err)) die("serve: %s", err);
   engine_start(engine);
@@ -313,8 +305,6 @@ int serve_cmd_main(int argc, char **argv) {
   engine_stop(engine);
   engine_destroy(engine);
   tok_free(&tok);
-  model_free(&model);
-  be->destroy(be);
-  weights_free(&w);
+  runner_free(runner);
   return 0;
 }

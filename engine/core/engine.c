@@ -38,12 +38,11 @@ typedef struct {
 
 struct Engine {
   EngineConfig config;
-  Model *model;
-  KvCache kv;
+  Runner *runner;
   BlockManager blocks;
   Scheduler sched;
   Step steps[2];  // async alternates; sync uses steps[0]
-  float *logits;  // [max_num_seqs, vocab] backend memory
+  float *logits;  // [max_num_seqs, vocab]
   SamplerScratch sampler;
   Executor executor;
   pthread_t thread;
@@ -67,9 +66,9 @@ struct Engine {
 
 static void run_step(Engine *e, Step *step) {
   const SchedOutput *plan = &step->plan;
-  int vocab = e->model->weights->config.vocab_size;
+  int vocab = runner_config(e->runner)->vocab_size;
   int64_t start_ns = clock_now_ns();
-  model_forward(e->model, &step->builder.batch, &e->kv, e->logits);
+  runner_forward(e->runner, &step->builder.batch, e->logits);
   for (int i = 0; i < plan->num_entries; i++) {
     const SchedEntry *entry = &plan->entries[i];
     if (entry->sample_row < 0) continue;
@@ -199,25 +198,22 @@ static void *engine_main(void *arg) {
 // ---------------------------------------------------------------------------------------------
 // public API
 
-bool engine_create(Engine **out, const EngineConfig *config, Model *model, char *err,
+bool engine_create(Engine **out, const EngineConfig *config, Runner *runner, char *err,
                    size_t err_size) {
+  size_t vocab = (size_t)runner_config(runner)->vocab_size;
+  float *logits = malloc((size_t)config->max_num_seqs * vocab * sizeof(float));
+  if (!logits) {
+    snprintf(err, err_size, "out of memory for the logits of %d sequences", config->max_num_seqs);
+    return false;
+  }
+  if (!runner_kv_init(runner, config->num_kv_blocks, config->block_size, err, err_size)) {
+    free(logits);
+    return false;
+  }
   Engine *e = xcalloc(1, sizeof *e);
   e->config = *config;
-  e->model = model;
-  if (!kv_cache_init(&e->kv, &model->weights->config, config->num_kv_blocks, config->block_size,
-                     err, err_size)) {
-    free(e);
-    return false;
-  }
-  size_t vocab = (size_t)model->weights->config.vocab_size;
-  e->logits = model->backend->alloc(model->backend,
-                                    (size_t)config->max_num_seqs * vocab * sizeof(float));
-  if (!e->logits) {
-    snprintf(err, err_size, "out of memory for the logits of %d sequences", config->max_num_seqs);
-    kv_cache_free(&e->kv);
-    free(e);
-    return false;
-  }
+  e->runner = runner;
+  e->logits = logits;
   blocks_init(&e->blocks, config->num_kv_blocks, config->block_size);
   sched_init(&e->sched, config, &e->blocks);
   for (int i = 0; i < 2; i++) {
@@ -245,7 +241,7 @@ void engine_start(Engine *e) {
 
 uint64_t engine_submit(Engine *e, const EngineRequestParams *p, char *err, size_t err_size) {
   if (!sched_check_request(&e->sched, p, err, err_size)) return 0;
-  uint32_t vocab = (uint32_t)e->model->weights->config.vocab_size;
+  uint32_t vocab = (uint32_t)runner_config(e->runner)->vocab_size;
   for (size_t i = 0; i < p->num_prompt_ids; i++)
     if (p->prompt_ids[i] >= vocab) {
       snprintf(err, err_size, "prompt token %zu is %u, outside the model's vocabulary (0..%u)", i,
@@ -312,9 +308,9 @@ void engine_destroy(Engine *e) {
   }
   sched_free(&e->sched);
   blocks_free(&e->blocks);
-  e->model->backend->free(e->model->backend, e->logits);
+  free(e->logits);
   sampler_scratch_free(&e->sampler);
-  kv_cache_free(&e->kv);
+  runner_kv_free(e->runner);
   event_queue_free(&e->outbox);
   pthread_mutex_destroy(&e->inbox_lock);
   pthread_cond_destroy(&e->inbox_changed);

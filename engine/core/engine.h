@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "core/sampler.h"
-#include "model/forward.h"
+#include "dist/runner.h"
 
 typedef struct {
   int max_num_batched_tokens;  // token budget of one step (prefill chunks + decodes)
@@ -62,8 +62,9 @@ typedef struct {
 
 typedef struct Engine Engine;
 
-// Takes the model (weights, backend) and sizes the KV cache from config. False with a message.
-bool engine_create(Engine **out, const EngineConfig *config, Model *model, char *err,
+// Runs the model on runner (which it borrows) and allocates its KV cache from config. False with
+// a message.
+bool engine_create(Engine **out, const EngineConfig *config, Runner *runner, char *err,
                    size_t err_size);
 // Starts the engine thread.
 void engine_start(Engine *e);

@@ -66,8 +66,10 @@ static Batch seq_batch(SeqBatch *s, const uint32_t *ids, int first, int num, boo
                  .num_logits = all_logits ? num : 1};
 }
 
-static bool check_request(const Model *m, const GenerateRequest *r, char *err, size_t err_size) {
-  const GptOssConfig *c = &m->weights->config;
+static bool check_request(const Runner *runner, const GenerateRequest *r, char *err,
+                          size_t err_size) {
+  const GptOssConfig *c = runner_config(runner);
+  const int max_num_tokens = runner_max_num_tokens(runner);
   if (r->num_prompt_ids == 0) {
     snprintf(err, err_size, "the prompt is empty");
     return false;
@@ -84,36 +86,33 @@ static bool check_request(const Model *m, const GenerateRequest *r, char *err, s
              r->num_prompt_ids, r->max_tokens, (long long)config_max_positions(c));
     return false;
   }
-  if ((int64_t)r->num_prompt_ids > m->max_num_tokens) {
+  if ((int64_t)r->num_prompt_ids > max_num_tokens) {
     snprintf(err, err_size, "the prompt (%zu tokens) is longer than one forward call (%d)",
-             r->num_prompt_ids, m->max_num_tokens);
+             r->num_prompt_ids, max_num_tokens);
     return false;
   }
   return true;
 }
 
-bool generate_run(Model *m, const GenerateRequest *r, GenerateResult *out, char *err,
+bool generate_run(Runner *runner, const GenerateRequest *r, GenerateResult *out, char *err,
                   size_t err_size) {
   *out = (GenerateResult){.finish_reason = "length"};
-  if (!check_request(m, r, err, err_size)) return false;
-  const GptOssConfig *c = &m->weights->config;
-  Backend *be = m->backend;
+  if (!check_request(runner, r, err, err_size)) return false;
+  const GptOssConfig *c = runner_config(runner);
   int num_prompt = (int)r->num_prompt_ids;
   int capacity = num_prompt + r->max_tokens;
   int num_blocks = (capacity + GENERATE_BLOCK_SIZE - 1) / GENERATE_BLOCK_SIZE;
-  KvCache kv;
-  if (!kv_cache_init(&kv, c, num_blocks, GENERATE_BLOCK_SIZE, err, err_size)) return false;
+  if (!runner_kv_init(runner, num_blocks, GENERATE_BLOCK_SIZE, err, err_size)) return false;
   size_t vocab = (size_t)c->vocab_size;
   bool all_logits = r->prompt_logits != NULL;
-  float *logits = be->alloc(be, (all_logits ? (size_t)num_prompt : 1) * vocab * sizeof(float));
-  CHECK(logits != NULL);
+  float *row = xmalloc(vocab * sizeof(float));  // one token's logits
+  float *prompt_logits = all_logits ? r->prompt_logits : row;
   SeqBatch sb;
   seq_batch_init(&sb, num_prompt, num_blocks);
 
   Batch prefill = seq_batch(&sb, r->prompt_ids, 0, num_prompt, all_logits);
-  model_forward(m, &prefill, &kv, logits);
-  if (all_logits) memcpy(r->prompt_logits, logits, (size_t)num_prompt * vocab * sizeof(float));
-  const float *last = logits + (all_logits ? (size_t)(num_prompt - 1) * vocab : 0);
+  runner_forward(runner, &prefill, prompt_logits);
+  const float *last = prompt_logits + (all_logits ? (size_t)(num_prompt - 1) * vocab : 0);
 
   SamplerRng rng;
   sampler_rng_seed(&rng, r->seed);
@@ -127,12 +126,12 @@ bool generate_run(Model *m, const GenerateRequest *r, GenerateResult *out, char 
     }
     if (step + 1 == r->max_tokens) break;
     Batch decode = seq_batch(&sb, &out->output_ids.data[step], num_prompt + step, 1, false);
-    model_forward(m, &decode, &kv, logits);
-    last = logits;
+    runner_forward(runner, &decode, row);
+    last = row;
   }
   sampler_scratch_free(&scratch);
   seq_batch_free(&sb);
-  be->free(be, logits);
-  kv_cache_free(&kv);
+  free(row);
+  runner_kv_free(runner);
   return true;
 }

@@ -1,6 +1,7 @@
 // generate.h: offline generation of one sequence (`gptoss-engine generate`): prefill the prompt
 // in one forward call, then decode token by token with the sampler until a stop id or
-// max_tokens. Owns the sequence's KV cache for the call; no scheduler, no HTTP.
+// max_tokens. Allocates the runner's KV cache for the sequence and frees it after; no
+// scheduler, no HTTP.
 #ifndef GE_CORE_GENERATE_H
 #define GE_CORE_GENERATE_H
 
@@ -9,7 +10,7 @@
 #include <stdint.h>
 
 #include "core/sampler.h"
-#include "model/forward.h"
+#include "dist/runner.h"
 #include "text/token_ids.h"
 
 typedef struct {
@@ -27,9 +28,9 @@ typedef struct {
   const char *finish_reason;  // "stop" or "length"
 } GenerateResult;
 
-// Needs m->max_num_tokens >= num_prompt_ids. False with a message (empty prompt, an id outside
-// the vocabulary, a context longer than the model's, no memory for the KV cache).
-bool generate_run(Model *m, const GenerateRequest *r, GenerateResult *out, char *err,
+// Needs runner_max_num_tokens >= num_prompt_ids. False with a message (empty prompt, an id
+// outside the vocabulary, a context longer than the model's, no memory for the KV cache).
+bool generate_run(Runner *runner, const GenerateRequest *r, GenerateResult *out, char *err,
                   size_t err_size);
 
 #endif

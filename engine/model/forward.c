@@ -1,6 +1,8 @@
-// forward.c: the GPT-OSS forward pass as a sequence of backend ops, layer by layer, in the
-// reference's exact order (spec gptoss-model.md section 2). Owns the activation buffers; the
-// arithmetic is the backend's.
+// forward.c: one rank's part of the GPT-OSS forward pass as a sequence of backend ops, layer by
+// layer, in the reference's exact order (spec gptoss-model.md section 2), with the
+// tensor-parallel all-reduces after the attention output projection and after the MoE, and the
+// all-gather of the vocabulary columns of the logits. Owns the activation buffers; the
+// arithmetic is the backend's, the communication the Comm's.
 #include "model/forward.h"
 
 #include <math.h>
@@ -8,18 +10,39 @@
 
 #include "common/check.h"
 
-bool model_init(Model *m, const GptOssWeights *w, Backend *be, int max_num_tokens, char *err,
-                size_t err_size) {
+// The shard's widths.
+static int shard_q_dim(const Model *m) {
+  return m->weights->shard.num_heads * m->weights->config.head_dim;
+}
+static int shard_kv_dim(const Model *m) {
+  return m->weights->shard.num_kv_heads * m->weights->config.head_dim;
+}
+static int shard_qkv_dim(const Model *m) { return shard_q_dim(m) + 2 * shard_kv_dim(m); }
+static int shard_vocab(const Model *m) {
+  return m->weights->shard.vocab_end - m->weights->shard.vocab_begin;
+}
+
+bool model_init(Model *m, const GptOssWeights *w, Backend *be, Comm *tp, int max_num_tokens,
+                char *err, size_t err_size) {
   const GptOssConfig *c = &w->config;
-  *m = (Model){.weights = w, .backend = be, .max_num_tokens = max_num_tokens};
+  CHECK(w->shard.tp_size == (tp ? tp->size : 1));
+  *m = (Model){.weights = w, .backend = be, .tp = tp, .max_num_tokens = max_num_tokens};
   rope_table_init(&m->rope, c);
-  size_t t = (size_t)max_num_tokens;
-  m->x = be->alloc(be, t * (size_t)c->hidden_size * sizeof(float));
-  m->normed = be->alloc(be, t * (size_t)c->hidden_size * sizeof(float));
-  m->qkv = be->alloc(be, t * (size_t)config_qkv_dim(c) * sizeof(float));
-  m->attn = be->alloc(be, t * (size_t)config_q_dim(c) * sizeof(float));
-  m->final_rows = be->alloc(be, t * (size_t)c->hidden_size * sizeof(float));
-  if (!m->x || !m->normed || !m->qkv || !m->attn || !m->final_rows) {
+  const size_t t = (size_t)max_num_tokens, hidden = (size_t)c->hidden_size * sizeof(float);
+  m->x = be->alloc(be, t * hidden);
+  m->normed = be->alloc(be, t * hidden);
+  m->qkv = be->alloc(be, t * (size_t)shard_qkv_dim(m) * sizeof(float));
+  m->attn = be->alloc(be, t * (size_t)shard_q_dim(m) * sizeof(float));
+  m->final_rows = be->alloc(be, t * hidden);
+  bool ok = m->x && m->normed && m->qkv && m->attn && m->final_rows;
+  if (ok && tp) {
+    const size_t part = t * (size_t)shard_vocab(m) * sizeof(float);
+    m->partial = be->alloc(be, t * hidden);
+    m->logits_part = be->alloc(be, part);
+    m->logits_gathered = be->alloc(be, part * (size_t)tp->size);
+    ok = m->partial && m->logits_part && m->logits_gathered;
+  }
+  if (!ok) {
     snprintf(err, err_size, "out of memory for the activations of %d tokens", max_num_tokens);
     model_free(m);
     return false;
@@ -30,73 +53,111 @@ bool model_init(Model *m, const GptOssWeights *w, Backend *be, int max_num_token
 void model_free(Model *m) {
   Backend *be = m->backend;
   if (!be) return;
-  be->free(be, m->x);
-  be->free(be, m->normed);
-  be->free(be, m->qkv);
-  be->free(be, m->attn);
-  be->free(be, m->final_rows);
+  float *buffers[] = {m->x,       m->normed,      m->qkv,         m->attn,
+                      m->final_rows, m->partial, m->logits_part, m->logits_gathered};
+  for (size_t i = 0; i < sizeof buffers / sizeof *buffers; i++)
+    if (buffers[i]) be->free(be, buffers[i]);
   *m = (Model){0};
 }
 
-// x += Attention(RMSNorm(x)) for one layer.
-static void attention_block(Model *m, const Batch *b, KvCache *kv, int layer) {
+// x += the tensor-parallel group's sum of partial (every rank's share of one output).
+static void add_all_reduced(Model *m, int num_tokens) {
+  const size_t n = (size_t)num_tokens * (size_t)m->weights->config.hidden_size;
+  m->tp->all_reduce_sum(m->tp, m->partial, n);
+  m->backend->add(m->backend, m->x, m->partial, n);
+}
+
+// x += Attention(RMSNorm(x)) for one layer (index i of the stage, model layer `layer`).
+static void attention_block(Model *m, const Batch *b, KvCache *kv, int i, int layer) {
   const GptOssConfig *c = &m->weights->config;
-  const LayerWeights *lw = &m->weights->layers[layer];
+  const Shard *s = &m->weights->shard;
+  const LayerWeights *lw = &m->weights->layers[i];
   Backend *be = m->backend;
-  int T = b->num_tokens, q_dim = config_q_dim(c), kv_dim = config_kv_dim(c);
-  int qkv_dim = config_qkv_dim(c);
+  int T = b->num_tokens, q_dim = shard_q_dim(m), kv_dim = shard_kv_dim(m);
+  int qkv_dim = shard_qkv_dim(m);
   be->rmsnorm(be, m->x, lw->attn_norm, T, c->hidden_size, m->normed);
   be->linear(be, &lw->qkv, lw->qkv_bias, m->normed, T, m->qkv, false);  // rows [q | k | v]
-  be->rope(be, m->qkv, T, qkv_dim, c->num_heads, c->head_dim, b->positions, &m->rope);
-  be->rope(be, m->qkv + q_dim, T, qkv_dim, c->num_kv_heads, c->head_dim, b->positions, &m->rope);
-  be->kv_write(be, kv, layer, m->qkv + q_dim, m->qkv + q_dim + kv_dim, qkv_dim, b->slot_mapping, T);
+  be->rope(be, m->qkv, T, qkv_dim, s->num_heads, c->head_dim, b->positions, &m->rope);
+  be->rope(be, m->qkv + q_dim, T, qkv_dim, s->num_kv_heads, c->head_dim, b->positions, &m->rope);
+  be->kv_write(be, kv, i, m->qkv + q_dim, m->qkv + q_dim + kv_dim, qkv_dim, b->slot_mapping, T);
   AttentionArgs a = {
       .q = m->qkv,
       .q_stride = qkv_dim,
       .kv = kv,
-      .layer = layer,
+      .layer = i,
       .sinks = lw->sinks,
       .batch = b,
-      .num_heads = c->num_heads,
-      .num_kv_heads = c->num_kv_heads,
+      .num_heads = s->num_heads,
+      .num_kv_heads = s->num_kv_heads,
       .head_dim = c->head_dim,
       .sliding_window = config_layer_is_sliding(c, layer) ? c->sliding_window : 0,
       .scale = 1.0f / sqrtf((float)c->head_dim),
       .out = m->attn,
   };
   be->attention(be, &a);
-  be->linear(be, &lw->out, lw->out_bias, m->attn, T, m->x, true);
+  if (!m->tp) {
+    be->linear(be, &lw->out, lw->out_bias, m->attn, T, m->x, true);
+    return;
+  }
+  be->linear(be, &lw->out, lw->out_bias, m->attn, T, m->partial, false);  // bias: rank 0's
+  add_all_reduced(m, T);
 }
 
-// x += MoE(RMSNorm(x)) for one layer.
-static void moe_block(Model *m, const Batch *b, int layer) {
+// x += MoE(RMSNorm(x)) for one layer (index i of the stage).
+static void moe_block(Model *m, const Batch *b, int i) {
   const GptOssConfig *c = &m->weights->config;
+  const Shard *s = &m->weights->shard;
   Backend *be = m->backend;
-  be->rmsnorm(be, m->x, m->weights->layers[layer].mlp_norm, b->num_tokens, c->hidden_size,
-              m->normed);
+  const int T = b->num_tokens;
+  be->rmsnorm(be, m->x, m->weights->layers[i].mlp_norm, T, c->hidden_size, m->normed);
   MoeArgs a = {.config = c,
-               .layer = &m->weights->layers[layer],
+               .layer = &m->weights->layers[i],
                .x = m->normed,
-               .num_tokens = b->num_tokens,
-               .expert_end = c->num_experts,
-               .residual = m->x};
+               .num_tokens = T,
+               .expert_begin = s->expert_begin,
+               .expert_end = s->expert_end,
+               .residual = m->tp ? m->partial : m->x};
+  if (m->tp) be->zero(be, m->partial, (size_t)T * (size_t)c->hidden_size * sizeof(float));
   be->moe(be, &a);
+  if (m->tp) add_all_reduced(m, T);
 }
 
-void model_forward(Model *m, const Batch *b, KvCache *kv, float *logits) {
-  CHECK(b->num_tokens > 0 && b->num_tokens <= m->max_num_tokens);
-  CHECK(b->num_logits <= b->num_tokens);
+// The vocabulary columns of every tensor-parallel rank, gathered and laid out as whole rows of
+// host logits on rank 0.   logits: [num_logits, vocab] host memory
+static void gather_logits(Model *m, int num_logits, float *logits) {
+  const int vocab = m->weights->config.vocab_size, part = shard_vocab(m);
+  const size_t n = (size_t)num_logits * (size_t)part;
+  m->tp->all_gather(m->tp, m->logits_part, n, m->logits_gathered);
+  if (m->tp->rank != 0) return;
+  CHECK(logits != NULL);
+  for (int r = 0; r < m->tp->size; r++)
+    for (int row = 0; row < num_logits; row++)
+      m->backend->to_host(m->backend, logits + (size_t)row * vocab + (size_t)r * part,
+                          m->logits_gathered + (size_t)r * n + (size_t)row * part,
+                          (size_t)part * sizeof(float));
+}
+
+void model_forward(Model *m, const Batch *host_batch, KvCache *kv, float *logits) {
+  CHECK(host_batch->num_tokens > 0 && host_batch->num_tokens <= m->max_num_tokens);
+  CHECK(host_batch->num_logits <= host_batch->num_tokens);
   const GptOssWeights *w = m->weights;
   const GptOssConfig *c = &w->config;
+  const Shard *s = &w->shard;
   Backend *be = m->backend;
-  be->embed(be, &w->embedding, b->token_ids, b->num_tokens, m->x);
-  for (int layer = 0; layer < c->num_layers; layer++) {
-    attention_block(m, b, kv, layer);
-    moe_block(m, b, layer);
+  const Batch *b = be->upload_batch(be, host_batch);
+  if (shard_is_first_stage(s)) be->embed(be, &w->embedding, b->token_ids, b->num_tokens, m->x);
+  for (int i = 0; i < shard_num_layers(s); i++) {
+    attention_block(m, b, kv, i, s->layer_begin + i);
+    moe_block(m, b, i);
   }
-  if (b->num_logits == 0) return;
+  if (!shard_is_last_stage(s) || b->num_logits == 0) return;
   // Only the rows that need logits go through the final norm and the unembedding.
   be->gather_rows(be, m->x, b->logits_indices, b->num_logits, c->hidden_size, m->final_rows);
   be->rmsnorm(be, m->final_rows, w->final_norm, b->num_logits, c->hidden_size, m->final_rows);
-  be->linear(be, &w->unembedding, NULL, m->final_rows, b->num_logits, logits, false);
+  if (!m->tp) {
+    be->linear(be, &w->unembedding, NULL, m->final_rows, b->num_logits, logits, false);
+    return;
+  }
+  be->linear(be, &w->unembedding, NULL, m->final_rows, b->num_logits, m->logits_part, false);
+  gather_logits(m, b->num_logits, logits);
 }

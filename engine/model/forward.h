@@ -1,37 +1,50 @@
-// forward.h: the GPT-OSS forward pass (spec gptoss-model.md section 2) over a Batch of mixed
-// prefill chunks and decode tokens, writing each token's K/V into the paged cache and the logits
-// of the requested positions. Composes backend ops; computes nothing itself.
+// forward.h: one rank's part of the GPT-OSS forward pass (spec gptoss-model.md section 2) over a
+// Batch of mixed prefill chunks and decode tokens: the layers of its pipeline stage with its
+// tensor-parallel shard of each (shard.h), writing each token's K/V into its paged cache, and on
+// the last stage the logits of the requested positions. Composes backend ops and the
+// tensor-parallel group's collectives; computes nothing itself. With the whole model on one rank
+// it is the whole forward pass.
 #ifndef GE_MODEL_FORWARD_H
 #define GE_MODEL_FORWARD_H
 
 #include <stdbool.h>
 
 #include "backend/backend.h"
+#include "dist/comm.h"
 #include "model/batch.h"
 #include "model/kv_cache.h"
 #include "model/rope.h"
 #include "model/weights.h"
 
 typedef struct {
-  const GptOssWeights *weights;
+  const GptOssWeights *weights;  // the rank's shard (weights->shard)
   Backend *backend;
+  Comm *tp;  // the stage's tensor-parallel group; NULL when tp = 1
   RopeTable rope;
   int max_num_tokens;  // the largest Batch.num_tokens this model accepts
   // activations, each [max_num_tokens, ...] in backend memory
-  float *x;            // [T, hidden] the residual stream
-  float *normed;       // [T, hidden]
-  float *qkv;          // [T, qkv_dim]
-  float *attn;         // [T, q_dim]
-  float *final_rows;   // [T, hidden] rows that get logits
+  float *x;           // [T, hidden] the residual stream (same on every rank of the tp group)
+  float *normed;      // [T, hidden]
+  float *qkv;         // [T, the shard's qkv rows]
+  float *attn;        // [T, the shard's q_dim]
+  float *final_rows;  // [T, hidden] rows that get logits
+  // tp > 1 only
+  float *partial;         // [T, hidden] this rank's share of an attention or MoE output
+  float *logits_part;     // [T, vocab / tp] this rank's vocabulary columns
+  float *logits_gathered; // [tp, T, vocab / tp] every rank's columns
 } Model;
 
-// Sizes the activation buffers for max_num_tokens. False with a message when out of memory.
-bool model_init(Model *m, const GptOssWeights *w, Backend *be, int max_num_tokens, char *err,
-                size_t err_size);
+// Sizes the activation buffers for max_num_tokens; tp is the weights' tensor-parallel group
+// (NULL when weights->shard.tp_size is 1). False with a message when out of memory.
+bool model_init(Model *m, const GptOssWeights *w, Backend *be, Comm *tp, int max_num_tokens,
+                char *err, size_t err_size);
 void model_free(Model *m);
 
-// Runs the batch: K/V of its tokens go into kv, logits of batch->logits_indices into
-// logits [num_logits, vocab] (backend memory).
+// Runs the rank's part of the batch. On the first stage it starts from the embedding; on later
+// ones m->x must already hold the previous stage's output ([num_tokens, hidden]), and m->x holds
+// this stage's output afterwards. K/V of the batch's tokens go into kv (the rank's). On the last
+// stage, logits of batch->logits_indices go into logits [num_logits, vocab]: backend memory when
+// tp = 1; host memory when tp > 1, written by tensor-parallel rank 0 (the others pass NULL).
 void model_forward(Model *m, const Batch *batch, KvCache *kv, float *logits);
 
 #endif

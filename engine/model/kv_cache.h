@@ -1,6 +1,7 @@
-// kv_cache.h: the paged KV storage: per layer, key and value arrays of num_blocks blocks of
-// block_size token slots. Only storage: which block belongs to which sequence is the caller's
-// (engine/core's block manager, or a test's own bookkeeping).
+// kv_cache.h: the paged KV storage of one rank: per layer of its stage, key and value arrays of
+// num_blocks blocks of block_size token slots for its KV heads (shard.h), in its backend's
+// memory. Only storage: which block belongs to which sequence is the caller's (engine/core's
+// block manager, or a test's own bookkeeping).
 #ifndef GE_MODEL_KV_CACHE_H
 #define GE_MODEL_KV_CACHE_H
 
@@ -8,23 +9,29 @@
 #include <stddef.h>
 
 #include "model/config.h"
+#include "model/shard.h"
+
+typedef struct Backend Backend;
 
 typedef struct {
-  int num_layers;
+  Backend *backend;   // whose memory k and v are in
+  int num_layers;     // the stage's layers; index i is layer shard.layer_begin + i
   int num_blocks;
   int block_size;     // tokens per block (16)
-  int num_kv_heads;
+  int num_kv_heads;   // the rank's KV heads
   int head_dim;
   float **k;          // [num_layers] each [num_blocks, block_size, num_kv_heads, head_dim]
   float **v;          // [num_layers] same
 } KvCache;
 
-// Bytes one token's K and V take over all layers.
-size_t kv_cache_bytes_per_token(const GptOssConfig *c);
+// Bytes one token's K and V take over the shard's layers and KV heads (shard NULL: the whole
+// model).
+size_t kv_cache_bytes_per_token(const GptOssConfig *c, const Shard *shard);
 
-// Allocates num_blocks blocks (zeroed). False with a message when the memory is not there.
-bool kv_cache_init(KvCache *kv, const GptOssConfig *c, int num_blocks, int block_size, char *err,
-                   size_t err_size);
+// Allocates num_blocks blocks (zeroed) in be's memory for shard (NULL: the whole model). False
+// with a message when the memory is not there.
+bool kv_cache_init(KvCache *kv, Backend *be, const GptOssConfig *c, const Shard *shard,
+                   int num_blocks, int block_size, char *err, size_t err_size);
 void kv_cache_free(KvCache *kv);
 
 #endif

@@ -17,19 +17,21 @@
 #include "model/q8.h"
 #include "model/safetensors.h"
 #include "model/weights_dummy.h"
+#include "model/weights_slice.h"
 
 // What GptOssWeights.owned points at.
 typedef struct {
   void **allocs;  // [num_allocs] buffers the weights point into
   int num_allocs, cap_allocs;
   StSet files;            // the checkpoint's mappings (none for dummy weights)
-  LayerWeights *layers;   // [num_layers]
-  WeightMatrix *experts;  // [num_layers, 2, num_experts]: each layer's mlp1, then its mlp2
+  LayerWeights *layers;   // [the shard's layers]
+  WeightMatrix *experts;  // [the shard's layers, 2, its experts]: a layer's mlp1, then its mlp2
 } WeightsOwned;
 
 typedef struct {
   const GptOssConfig *config;
   const WeightsOptions *options;
+  const Shard *shard;
   WeightsOwned *owned;
   bool dummy;       // generate every tensor; else read owned->files
   const char *dir;  // the checkpoint folder, for messages
@@ -201,6 +203,26 @@ static bool check_tensor(Loader *L, const StTensor *t, const CheckpointTensor *s
   return same;
 }
 
+static size_t dtype_size(StDtype d) { return d == ST_F32 ? 4 : d == ST_BF16 ? 2 : 1; }
+
+// Replaces the source's bytes by the part the shard keeps (weights_slice.h), in a new buffer.
+static bool source_slice(Loader *L, Source *s) {
+  const WeightsSlice sl = weights_slice_of(L->config, L->shard, &s->spec);
+  if (sl.num_runs == 0) return true;
+  CheckpointTensor kept = s->spec;
+  weights_slice_apply_shape(&sl, &kept);
+  const size_t elem = dtype_size(s->dtype);
+  void *part = alloc_buffer((size_t)kept.num_elements * elem);
+  if (!part) return out_of_memory(L, s->spec.name, (size_t)kept.num_elements * elem);
+  weights_slice_copy(&sl, &s->spec, elem, s->data, part);
+  free(s->generated);
+  s->generated = part;
+  s->data = part;
+  s->spec = kept;
+  return true;
+}
+
+// Tensor role of layer (-1 for the model's), as the shard keeps it.
 static bool source_get(Loader *L, CheckpointRole role, int layer, Source *s) {
   *s = (Source){0};
   checkpoint_tensor_of(L->config, role, layer, &s->spec);
@@ -210,7 +232,7 @@ static bool source_get(Loader *L, CheckpointRole role, int layer, Source *s) {
     if (!s->generated) return out_of_memory(L, s->spec.name, (size_t)s->spec.num_bytes);
     weights_dummy_fill(L->config, &s->spec, L->options->seed, s->generated);
     s->data = s->generated;
-    return true;
+    return source_slice(L, s);
   }
   const StTensor *t = st_set_find(&L->owned->files, s->spec.name);
   if (!t) {
@@ -222,7 +244,7 @@ static bool source_get(Loader *L, CheckpointRole role, int layer, Source *s) {
   if (!check_tensor(L, t, &s->spec)) return false;
   s->data = t->data;
   s->dtype = t->dtype;
-  return true;
+  return source_slice(L, s);
 }
 
 // The weights keep the source's bytes: generated ones join the owned buffers.
@@ -386,14 +408,22 @@ static bool load_experts(Loader *L, CheckpointRole blocks_role, CheckpointRole s
   return true;
 }
 
+// The attention output bias is added once: by tensor-parallel rank 0 (the others' products are
+// partial sums of the same output).
+static bool load_out_bias(Loader *L, int l, LayerWeights *lw) {
+  return L->shard->tp_rank != 0 || load_vector(L, CKPT_OUT_BIAS, l, &lw->out_bias);
+}
+
+static int num_local_experts(const Shard *s) { return s->expert_end - s->expert_begin; }
+
 static bool load_layer(Loader *L, int l, LayerWeights *lw, WeightMatrix *experts) {
-  lw->mlp1 = experts;                           // [num_experts]
-  lw->mlp2 = experts + L->config->num_experts;  // [num_experts]
+  lw->mlp1 = experts;                                   // [local experts]
+  lw->mlp2 = experts + num_local_experts(L->shard);     // [local experts]
   return load_vector(L, CKPT_ATTN_NORM, l, &lw->attn_norm) &&
          load_dense(L, CKPT_QKV_WEIGHT, l, &lw->qkv) &&
          load_vector(L, CKPT_QKV_BIAS, l, &lw->qkv_bias) &&
          load_vector(L, CKPT_SINKS, l, &lw->sinks) && load_dense(L, CKPT_OUT_WEIGHT, l, &lw->out) &&
-         load_vector(L, CKPT_OUT_BIAS, l, &lw->out_bias) &&
+         load_out_bias(L, l, lw) &&
          load_vector(L, CKPT_MLP_NORM, l, &lw->mlp_norm) &&
          load_dense(L, CKPT_GATE_WEIGHT, l, &lw->gate) &&
          load_vector(L, CKPT_GATE_BIAS, l, &lw->gate_bias) &&
@@ -404,17 +434,18 @@ static bool load_layer(Loader *L, int l, LayerWeights *lw, WeightMatrix *experts
 }
 
 static bool load_all(Loader *L, GptOssWeights *w) {
-  const GptOssConfig *c = L->config;
+  const Shard *s = L->shard;
   WeightsOwned *o = L->owned;
-  o->layers = xcalloc((size_t)c->num_layers, sizeof *o->layers);
-  o->experts = xcalloc((size_t)c->num_layers * 2 * (size_t)c->num_experts, sizeof *o->experts);
+  const size_t num_layers = (size_t)shard_num_layers(s), experts = (size_t)num_local_experts(s);
+  o->layers = xcalloc(num_layers, sizeof *o->layers);
+  o->experts = xcalloc(num_layers * 2 * experts, sizeof *o->experts);
   w->layers = o->layers;
-  if (!load_dense(L, CKPT_EMBEDDING, -1, &w->embedding) ||
-      !load_vector(L, CKPT_FINAL_NORM, -1, &w->final_norm) ||
-      !load_dense(L, CKPT_UNEMBEDDING, -1, &w->unembedding))
+  if (shard_is_first_stage(s) && !load_dense(L, CKPT_EMBEDDING, -1, &w->embedding)) return false;
+  if (shard_is_last_stage(s) && (!load_vector(L, CKPT_FINAL_NORM, -1, &w->final_norm) ||
+                                 !load_dense(L, CKPT_UNEMBEDDING, -1, &w->unembedding)))
     return false;
-  for (int l = 0; l < c->num_layers; l++)
-    if (!load_layer(L, l, &o->layers[l], o->experts + (size_t)l * 2 * (size_t)c->num_experts))
+  for (size_t i = 0; i < num_layers; i++)
+    if (!load_layer(L, s->layer_begin + (int)i, &o->layers[i], o->experts + i * 2 * experts))
       return false;
   return true;
 }
@@ -502,6 +533,13 @@ bool weights_formats_from_name(const char *name, const char *model, WeightsOptio
   return true;
 }
 
+bool weights_load_config(const char *model, LoadFormat format, GptOssConfig *c, char *err,
+                         size_t err_size) {
+  char dir[PATH_MAX];
+  bool dummy;
+  return resolve_model(model, format, c, dir, sizeof dir, &dummy, err, err_size);
+}
+
 bool weights_load(const char *model, const WeightsOptions *o, GptOssWeights *w, char *err,
                   size_t err_size) {
   *w = (GptOssWeights){0};
@@ -520,11 +558,16 @@ bool weights_load(const char *model, const WeightsOptions *o, GptOssWeights *w, 
   if (!resolve_model(model, o->load_format, &c, dir, sizeof dir, &dummy, err, err_size) ||
       !check_memory(&c, o, model, err, err_size))
     return false;
+  if (o->shard &&
+      !shard_check(&c, o->shard->tp_size, o->shard->pp_size, err, err_size))
+    return false;
   WeightsOwned *owned = xcalloc(1, sizeof *owned);
   w->config = c;
+  w->shard = o->shard ? *o->shard : shard_whole(&c);
   w->owned = owned;
   Loader L = {.config = &w->config,
               .options = o,
+              .shard = &w->shard,
               .owned = owned,
               .dummy = dummy,
               .dir = dir,

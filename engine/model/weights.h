@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "model/config.h"
+#include "model/shard.h"
 
 typedef enum {
   WEIGHT_F32,    // data: float [rows, cols]
@@ -45,12 +46,23 @@ typedef struct {
   const float *mlp2_bias;  // [num_experts, hidden]
 } LayerWeights;
 
+// One rank's part of the model (shard.h; the whole model unless loaded with a shard). The config
+// is always the whole model's; the shard says which part of each tensor is here:
+//   layers        [shard_num_layers] layer shard.layer_begin + i at index i
+//   qkv, bias     rows of the rank's query heads, then its KV heads' k rows, then their v rows
+//   sinks         [shard.num_heads]
+//   out           [hidden, shard.num_heads * head_dim]: the columns of the rank's heads;
+//                 out_bias on tensor-parallel rank 0 only (NULL elsewhere)
+//   mlp1, mlp2    [expert_end - expert_begin] and their biases: the rank's experts
+//   embedding     first stage only; final_norm and unembedding last stage only, the
+//                 unembedding's rows [vocab_begin, vocab_end)
 typedef struct {
   GptOssConfig config;
+  Shard shard;
   WeightMatrix embedding;    // [vocab, hidden] (rows are looked up, not multiplied)
-  LayerWeights *layers;      // [num_layers]
+  LayerWeights *layers;      // [shard_num_layers]
   const float *final_norm;   // [hidden]
-  WeightMatrix unembedding;  // [vocab, hidden], no bias
+  WeightMatrix unembedding;  // [vocab_end - vocab_begin, hidden], no bias
   void *owned;               // internal: arenas and mappings to release
 } GptOssWeights;
 
@@ -66,6 +78,7 @@ typedef struct {
   // applies to the unembedding only; the other dense matrices are then kept as BF16.
   WeightFormat dense_format;
   uint64_t seed;              // dummy weights
+  const Shard *shard;         // the part to load (shard.h); NULL: the whole model
 } WeightsOptions;
 
 // Sizes of a config's weights from the shapes alone: nothing is allocated or read. Checkpoint
@@ -109,6 +122,11 @@ bool weights_load_format_from_name(const char *name, LoadFormat *out);
 bool weights_load(const char *model, const WeightsOptions *o, GptOssWeights *w, char *err,
                   size_t err_size);
 void weights_free(GptOssWeights *w);
+
+// The config weights_load(model) would load, and nothing else read or allocated. False with
+// weights_load's message when model is neither a checkpoint folder nor a preset.
+bool weights_load_config(const char *model, LoadFormat format, GptOssConfig *c, char *err,
+                         size_t err_size);
 
 // Bytes of one matrix in its format.
 size_t weight_matrix_bytes(const WeightMatrix *m);

@@ -203,7 +203,9 @@ static RunResult bench_run(Model *m, const BenchOptions *o, int B, int gen_len, 
   const GptOssConfig *c = &m->weights->config;
   char err[512];
   KvCache kv;
-  if (!kv_cache_init(&kv, c, B * a->blocks_per_seq, BENCH_BLOCK, err, sizeof err)) die("%s", err);
+  if (!kv_cache_init(&kv, m->backend, c, NULL, B * a->blocks_per_seq, BENCH_BLOCK, err,
+                     sizeof err))
+    die("%s", err);
   uint32_t *tokens = xmalloc((size_t)B * o->prompt_len * sizeof *tokens);  // [B, prompt_len]
   uint32_t *next = xmalloc((size_t)B * sizeof *next);                      // [B]
   uint64_t s = 0x2545f4914f6cdd1dull + (uint64_t)B;
@@ -340,7 +342,7 @@ int main(int argc, char **argv) {
   const int prefill_seqs = o.chunk / o.prompt_len < max_b ? o.chunk / o.prompt_len : max_b;
   const int max_tokens = prefill_seqs * o.prompt_len > max_b ? prefill_seqs * o.prompt_len : max_b;
   Model m;
-  if (!model_init(&m, &w, be, max_tokens, err, sizeof err)) die("%s", err);
+  if (!model_init(&m, &w, be, NULL, max_tokens, err, sizeof err)) die("%s", err);
 
   printf("model %s\n", o.model);
   printf("dense_format %s\n", weight_format_name(o.dense));

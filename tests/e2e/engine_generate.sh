@@ -11,14 +11,17 @@ trap 'rm -rf "$tmp"' EXIT
 [ -x "$bin" ] || { echo "Bail out! $bin is not built"; exit 1; }
 
 # node reads golden.json, our JSON line and both .npy files, and compares them.
-matches_golden() {  # fixture name
+matches_golden() {  # fixture name, extra generate flags...
   local dir=$fixtures/$1
+  shift
   local ids
   ids=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).prompt_ids.join(","))' "$dir/golden.json")
   local n
   n=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).greedy_ids.length)' "$dir/golden.json")
+  local name
+  name=$(basename "$dir")
   "$bin" generate --model "$dir" --prompt-ids "$ids" --max-tokens "$n" --ignore-eos \
-    --logits-out "$tmp/$1.npy" > "$tmp/$1.json" || return 1
+    --logits-out "$tmp/$name.npy" "$@" > "$tmp/$name.json" || return 1
   node -e '
     const fs = require("fs");
     const npy = f => { const b = fs.readFileSync(f); const h = b.readUInt16LE(8);
@@ -31,10 +34,12 @@ matches_golden() {  # fixture name
     const ok = got.length === want.length && Math.sqrt(diff / norm) <= 1e-4 &&
                JSON.stringify(ours.output_ids) === JSON.stringify(golden.greedy_ids) &&
                ours.finish_reason === "length";
-    process.exit(ok ? 0 : 1);' "$dir" "$tmp/$1.json" "$tmp/$1.npy"
+    process.exit(ok ? 0 : 1);' "$dir" "$tmp/$name.json" "$tmp/$name.npy"
 }
 tap_ok "checkpoint a: greedy ids and prompt logits match the reference" matches_golden a
 tap_ok "checkpoint b: greedy ids and prompt logits match the reference" matches_golden b
+tap_ok "checkpoint a, -tp 2 -pp 2: the same" matches_golden a -tp 2 -pp 2
+tap_ok "checkpoint b, -tp 4: the same" matches_golden b -tp 4
 
 dummy_chat() {
   "$bin" generate --model gpt-oss-tiny --load-format dummy --chat "What is 2 + 2?" --max-tokens 3 \
@@ -65,6 +70,8 @@ fails_with() {  # expected text, args...
   local want=$1; shift
   ! "$bin" generate "$@" > /dev/null 2> "$tmp/err" && grep -qF -- "$want" "$tmp/err"
 }
+tap_ok "-tp 3 is refused: it does not divide the query heads" \
+  fails_with "-tp 3 does not divide" --model "$fixtures/a" --prompt-ids 1 --max-tokens 1 -tp 3
 tap_ok "no --model: error says so" fails_with "--model is required" --prompt-ids 1 --max-tokens 1
 tap_ok "bad --prompt-ids: error names the flag" \
   fails_with "--prompt-ids" --model "$fixtures/a" --prompt-ids 1,x --max-tokens 1

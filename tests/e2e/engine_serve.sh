@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # engine_serve.sh: drives the real `gptoss-engine serve` on gpt-oss-tiny (dummy weights) with 200
-# concurrent streaming chat requests over HTTP, in sync and in async scheduling mode: every
-# greedy output (the ids streamed with vLLM's return_token_ids) equals `gptoss-engine generate`
-# on the same prompt; then SIGTERM stops the server with status 0.
+# concurrent streaming chat requests over HTTP, in sync and in async scheduling mode, with -tp 2
+# and with -pp 2: every greedy output (the ids streamed with vLLM's return_token_ids) equals
+# `gptoss-engine generate` on the same prompt; then SIGTERM stops the server with status 0.
 # Usage: engine_serve.sh BUILD_DIR (prints TAP).
 set -u
 engine="${1:?usage: engine_serve.sh BUILD_DIR}/bin/gptoss-engine"
@@ -22,7 +22,9 @@ tap_ok "FLASHINFER is refused: no attention sinks" \
   refuses "does not support attention sinks" --attention-backend FLASHINFER
 attention_env() { VLLM_ATTENTION_BACKEND=XFORMERS refuses "XFORMERS does not support attention sinks"; }
 tap_ok "VLLM_ATTENTION_BACKEND=XFORMERS is refused the same way" attention_env
-tap_ok "-tp 2 is refused until parallelism exists" refuses "-tp 2" -tp 2
+tap_ok "-tp 3 is refused: it does not divide the query heads" \
+  refuses "-tp 3 does not divide the model's 8 query heads" -tp 3
+tap_ok "-pp 5 is refused: more stages than layers" refuses "-pp 5 is more stages" -pp 5
 tap_ok "--device cuda is refused without a CUDA backend" refuses "--device cuda" --device cuda
 tap_ok "a bad --kv-cache-memory names the flag" refuses "--kv-cache-memory '3x'" --kv-cache-memory 3x
 tap_ok "--max-num-seqs above the token budget is refused" \
@@ -82,9 +84,15 @@ Promise.all([...Array(+numRequests).keys()].map(one))
 JS
 }
 
-for mode in sync async; do
+# Modes: one rank in sync and async scheduling, then tensor parallel and pipeline parallel
+# (threads as ranks, tests/engine/test_parallel.c compares their logits with one rank's).
+for mode in sync async "tp 2" "pp 2 async"; do
   flags=()
-  [ $mode = async ] && flags=(--async-scheduling)
+  case $mode in
+    async) flags=(--async-scheduling) ;;
+    "tp 2") flags=(-tp 2) ;;
+    "pp 2 async") flags=(-pp 2 --async-scheduling) ;;
+  esac
   if start_server "${flags[@]}"; then
     mismatches=$(run_clients)
     tap_ok "$mode: $NUM_REQUESTS concurrent streaming chats equal generate's greedy ids" \

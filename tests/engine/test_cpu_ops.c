@@ -389,7 +389,7 @@ static void test_kv_write_and_gather(void **state) {
     k[l] = xcalloc(BLOCKS * BS * KV_DIM, sizeof(float));
     v[l] = xcalloc(BLOCKS * BS * KV_DIM, sizeof(float));
   }
-  KvCache kv = {LAYERS, BLOCKS, BS, KVH, D, k, v};
+  KvCache kv = {be, LAYERS, BLOCKS, BS, KVH, D, k, v};
   Rng r = {600};
   float kin[4 * STRIDE], vin[4 * STRIDE];
   fill(&r, kin, 4 * STRIDE, 1.0f);
@@ -471,7 +471,7 @@ static void attn_cache_init(Attn *a, uint64_t shuffle_seed) {
     for (int b = 0; b < (a->len[s] + bs - 1) / bs; b++)
       a->tables[s * a->max_blocks + b] = ids[next++];
   free(ids);
-  a->kv = (KvCache){ATTN_LAYERS, total, bs, a->num_kv_heads, a->head_dim, NULL, NULL};
+  a->kv = (KvCache){NULL, ATTN_LAYERS, total, bs, a->num_kv_heads, a->head_dim, NULL, NULL};
   a->kv.k = xcalloc(ATTN_LAYERS, sizeof(float *));
   a->kv.v = xcalloc(ATTN_LAYERS, sizeof(float *));
   for (int l = 0; l < ATTN_LAYERS; l++) {

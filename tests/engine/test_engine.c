@@ -1,7 +1,7 @@
 // test_engine.c: the serving engine end to end in one process (no HTTP): many requests at once
 // through the scheduler, the batch builder, the forward pass and the sampler give exactly the
 // greedy outputs of one-at-a-time generation, in sync and async mode, with a KV cache small
-// enough to force preemptions; aborts and refusals.
+// enough to force preemptions, on one rank and on tp 2 x pp 2 ranks; aborts and refusals.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,31 +19,40 @@
 #define MAX_TOKENS 12
 
 typedef struct {
-  GptOssWeights weights;
-  Backend *backend;
-  Model model;
+  Runner *single;    // one rank
+  Runner *parallel;  // tp 2 x pp 2
 } Fixture;
+
+static Runner *runner_of(int tp, int pp) {
+  char err[1024];
+  RunnerOptions o = {.model = "tests/fixtures/gptoss-tiny/a",
+                     .weights = {.load_format = LOAD_SAFETENSORS,
+                                 .expert_format = WEIGHT_F32,
+                                 .dense_format = WEIGHT_F32},
+                     .tensor_parallel = tp,
+                     .pipeline_parallel = pp,
+                     .create_backend = cpu_backend_create,
+                     .max_num_tokens = 256};
+  Runner *r;
+  if (!runner_create(&r, &o, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    return NULL;
+  }
+  return r;
+}
 
 static int setup(void **state) {
   Fixture *f = calloc(1, sizeof *f);
-  char err[1024];
-  WeightsOptions wo = {.load_format = LOAD_SAFETENSORS, .expert_format = WEIGHT_F32,
-                       .dense_format = WEIGHT_F32};
-  if (!weights_load("tests/fixtures/gptoss-tiny/a", &wo, &f->weights, err, sizeof err) ||
-      !(f->backend = cpu_backend_create(0)) ||
-      !model_init(&f->model, &f->weights, f->backend, 256, err, sizeof err)) {
-    fprintf(stderr, "%s\n", err);
-    return -1;
-  }
+  f->single = runner_of(1, 1);
+  f->parallel = runner_of(2, 2);
   *state = f;
-  return 0;
+  return f->single && f->parallel ? 0 : -1;
 }
 
 static int teardown(void **state) {
   Fixture *f = *state;
-  model_free(&f->model);
-  f->backend->destroy(f->backend);
-  weights_free(&f->weights);
+  runner_free(f->single);
+  runner_free(f->parallel);
   free(f);
   return 0;
 }
@@ -55,23 +64,24 @@ static size_t prompt_of(int i, uint32_t *ids) {
   return n;
 }
 
-static void reference_output(Model *m, int i, TokenIds *out) {
+static void reference_output(Runner *runner, int i, TokenIds *out) {
   uint32_t ids[256];
   GenerateRequest r = {.prompt_ids = ids, .num_prompt_ids = prompt_of(i, ids),
                        .max_tokens = MAX_TOKENS, .sampling = {.temperature = 0, .top_p = 1},
                        .ignore_eos = true};
   GenerateResult result;
   char err[256];
-  assert_true(generate_run(m, &r, &result, err, sizeof err));
+  assert_true(generate_run(runner, &r, &result, err, sizeof err));
   *out = result.output_ids;
 }
 
-static void serve_all(Fixture *f, bool async, int num_kv_blocks, uint64_t *num_preemptions) {
+// Serves every request at once on runner; each output equals one-at-a-time generation on it.
+static void serve_all(Runner *runner, bool async, int num_kv_blocks, uint64_t *num_preemptions) {
   EngineConfig cfg = {.max_num_batched_tokens = 64, .max_num_seqs = 8, .max_model_len = 256,
                       .block_size = 16, .num_kv_blocks = num_kv_blocks, .async_scheduling = async};
   Engine *e;
   char err[256];
-  assert_true(engine_create(&e, &cfg, &f->model, err, sizeof err));
+  assert_true(engine_create(&e, &cfg, runner, err, sizeof err));
   engine_start(e);
   uint64_t ids[NUM_REQUESTS];
   for (int i = 0; i < NUM_REQUESTS; i++) {
@@ -107,7 +117,7 @@ static void serve_all(Fixture *f, bool async, int num_kv_blocks, uint64_t *num_p
   engine_destroy(e);
   for (int i = 0; i < NUM_REQUESTS; i++) {
     TokenIds want;
-    reference_output(&f->model, i, &want);
+    reference_output(runner, i, &want);
     assert_int_equal(outputs[i].len, want.len);
     assert_memory_equal(outputs[i].data, want.data, want.len * sizeof *want.data);
     token_ids_free(&want);
@@ -116,20 +126,34 @@ static void serve_all(Fixture *f, bool async, int num_kv_blocks, uint64_t *num_p
 }
 
 static void test_sync_outputs_equal_one_at_a_time(void **state) {
+  Fixture *f = *state;
   uint64_t num_preemptions;
-  serve_all(*state, false, 256, &num_preemptions);
+  serve_all(f->single, false, 256, &num_preemptions);
   assert_int_equal(num_preemptions, 0);
 }
 
 static void test_async_outputs_equal_one_at_a_time(void **state) {
+  Fixture *f = *state;
   uint64_t num_preemptions;
-  serve_all(*state, true, 256, &num_preemptions);
+  serve_all(f->single, true, 256, &num_preemptions);
 }
 
 static void test_preemption_keeps_outputs(void **state) {
+  Fixture *f = *state;
   uint64_t sync_preemptions, async_preemptions;
-  serve_all(*state, false, 24, &sync_preemptions);  // 24 blocks: not enough for 8 long requests
-  serve_all(*state, true, 24, &async_preemptions);
+  serve_all(f->single, false, 24, &sync_preemptions);  // 24 blocks: too few for 8 long requests
+  serve_all(f->single, true, 24, &async_preemptions);
+  assert_true(sync_preemptions > 0);
+  assert_true(async_preemptions > 0);
+}
+
+// Tensor x pipeline parallel ranks: batches cut into micro-batches, partial sums all-reduced,
+// with preemption, in sync and async mode.
+static void test_parallel_outputs_equal_one_at_a_time(void **state) {
+  Fixture *f = *state;
+  uint64_t sync_preemptions, async_preemptions;
+  serve_all(f->parallel, false, 24, &sync_preemptions);
+  serve_all(f->parallel, true, 24, &async_preemptions);
   assert_true(sync_preemptions > 0);
   assert_true(async_preemptions > 0);
 }
@@ -141,7 +165,7 @@ static void test_abort_and_refusals(void **state) {
                       .block_size = 16, .num_kv_blocks = 3};
   Engine *e;
   char err[256];
-  assert_true(engine_create(&e, &cfg, &f->model, err, sizeof err));
+  assert_true(engine_create(&e, &cfg, f->single, err, sizeof err));
   engine_start(e);
   uint32_t prompt[100] = {1, 2, 3, 4};
   EngineRequestParams p = {.prompt_ids = prompt, .num_prompt_ids = 4, .max_tokens = 61,
@@ -183,6 +207,7 @@ int main(void) {
       cmocka_unit_test(test_sync_outputs_equal_one_at_a_time),
       cmocka_unit_test(test_async_outputs_equal_one_at_a_time),
       cmocka_unit_test(test_preemption_keeps_outputs),
+      cmocka_unit_test(test_parallel_outputs_equal_one_at_a_time),
       cmocka_unit_test(test_abort_and_refusals),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

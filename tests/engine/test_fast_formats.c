@@ -42,8 +42,6 @@ static float *prompt_logits(const char *fixture, const char *format, bool portab
   snprintf(dir, sizeof dir, FIXTURES "%s", fixture);
   WeightsOptions wo = {.load_format = LOAD_SAFETENSORS};
   assert_true(weights_formats_from_name(format, dir, &wo));
-  GptOssWeights w;
-  if (!weights_load(dir, &wo, &w, err, sizeof err)) fail_msg("%s", err);
   snprintf(path, sizeof path, "%s/golden.json", dir);
   json_t *root = json_load_file(path, 0, NULL);
   assert_non_null(root);
@@ -53,10 +51,16 @@ static float *prompt_logits(const char *fixture, const char *format, bool portab
   json_array_foreach(json_object_get(root, "prompt_ids"), i, v)
       token_ids_push(prompt, (uint32_t)json_integer_value(v));
   json_decref(root);
-  Backend *be = portable ? cpu_backend_create_portable(2) : cpu_backend_create(2);
-  Model m;
-  if (!model_init(&m, &w, be, (int)prompt->len, err, sizeof err)) fail_msg("%s", err);
-  *vocab = w.config.vocab_size;
+  RunnerOptions o = {.model = dir,
+                     .weights = wo,
+                     .tensor_parallel = 1,
+                     .pipeline_parallel = 1,
+                     .num_threads = 2,
+                     .create_backend = portable ? cpu_backend_create_portable : cpu_backend_create,
+                     .max_num_tokens = (int)prompt->len};
+  Runner *runner;
+  if (!runner_create(&runner, &o, err, sizeof err)) fail_msg("%s", err);
+  *vocab = runner_config(runner)->vocab_size;
   float *logits = malloc(prompt->len * (size_t)*vocab * sizeof *logits);
   GenerateRequest req = {.prompt_ids = prompt->data,
                          .num_prompt_ids = prompt->len,
@@ -65,11 +69,9 @@ static float *prompt_logits(const char *fixture, const char *format, bool portab
                          .ignore_eos = true,
                          .prompt_logits = logits};
   GenerateResult result;
-  assert_true(generate_run(&m, &req, &result, err, sizeof err));
+  assert_true(generate_run(runner, &req, &result, err, sizeof err));
   token_ids_free(&result.output_ids);
-  model_free(&m);
-  be->destroy(be);
-  weights_free(&w);
+  runner_free(runner);
   return logits;
 }
 

@@ -22,6 +22,7 @@
 #define BLOCK 16
 
 typedef struct {
+  char path[256];  // the fixture's folder
   GptOssWeights weights;
   Backend *backend;
   Model model;
@@ -41,11 +42,13 @@ static Golden *golden_load(const char *name) {
   Golden *g = calloc(1, sizeof *g);
   char path[256], err[1024];
   snprintf(path, sizeof path, FIXTURES "%s", name);
+  snprintf(g->path, sizeof g->path, "%s", path);
   WeightsOptions wo = {.load_format = LOAD_SAFETENSORS, .expert_format = WEIGHT_F32,
                        .dense_format = WEIGHT_F32};
   if (!weights_load(path, &wo, &g->weights, err, sizeof err)) fail_msg("%s", err);
   g->backend = cpu_backend_create(0);
-  if (!model_init(&g->model, &g->weights, g->backend, 256, err, sizeof err)) fail_msg("%s", err);
+  if (!model_init(&g->model, &g->weights, g->backend, NULL, 256, err, sizeof err))
+    fail_msg("%s", err);
   snprintf(path, sizeof path, FIXTURES "%s/golden.json", name);
   json_t *root = json_load_file(path, 0, NULL);
   assert_non_null(root);
@@ -92,7 +95,18 @@ static void check_fixture(const char *name) {
                          .prompt_logits = logits};
   GenerateResult result;
   char err[512];
-  assert_true(generate_run(&g->model, &req, &result, err, sizeof err));
+  RunnerOptions o = {.model = g->path,
+                     .weights = {.load_format = LOAD_SAFETENSORS,
+                                 .expert_format = WEIGHT_F32,
+                                 .dense_format = WEIGHT_F32},
+                     .tensor_parallel = 1,
+                     .pipeline_parallel = 1,
+                     .create_backend = cpu_backend_create,
+                     .max_num_tokens = 256};
+  Runner *runner;
+  if (!runner_create(&runner, &o, err, sizeof err)) fail_msg("%s", err);
+  assert_true(generate_run(runner, &req, &result, err, sizeof err));
+  runner_free(runner);
   double rel = relative_error(logits, g->golden_logits, n * vocab);
   printf("# %s: logits relative error %.3g over %zu positions\n", name, rel, n);
   assert_true(rel <= 1e-4);
@@ -156,7 +170,7 @@ static void test_chunked_prefill_and_decode_equal_one_prefill(void **state) {
   int n = (int)g->prompt.len;
   char err[256];
   KvCache kv;
-  assert_true(kv_cache_init(&kv, &g->weights.config, 16, BLOCK, err, sizeof err));
+  assert_true(kv_cache_init(&kv, g->backend, &g->weights.config, NULL, 16, BLOCK, err, sizeof err));
   float *whole = malloc((size_t)n * vocab * sizeof *whole);
   float *pieces = malloc((size_t)n * vocab * sizeof *pieces);
   SeqPart part = {.ids = g->prompt.data, .first = 0, .num = n, .blocks = {0, 1, 2, 3}};
@@ -186,7 +200,7 @@ static void test_batch_neighbours_do_not_change_a_sequence(void **state) {
   int n = (int)g->prompt.len;
   char err[256];
   KvCache kv;
-  assert_true(kv_cache_init(&kv, &g->weights.config, 16, BLOCK, err, sizeof err));
+  assert_true(kv_cache_init(&kv, g->backend, &g->weights.config, NULL, 16, BLOCK, err, sizeof err));
   uint32_t other[40];
   for (int i = 0; i < 40; i++) other[i] = (uint32_t)((i * 131 + 7) % 1000);
   float *alone = malloc((size_t)n * vocab * sizeof *alone);

@@ -1,5 +1,6 @@
 // test_kv_cache.c: KV storage sizes (spec gptoss-model.md section 5.4: 2 KiB per token per layer
-// in bf16, so 4 KiB in float32), zeroed allocation, and the errors for impossible sizes.
+// in bf16, so 4 KiB in float32), a rank's share under tensor and pipeline parallelism, zeroed
+// allocation in the backend's memory, and the errors for impossible sizes.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 
 #include <string.h>
 
+#include "backend/cpu/cpu_backend.h"
 #include "model/kv_cache.h"
 
 // Under AddressSanitizer, an impossible allocation must return NULL as it does in libc.
@@ -18,18 +20,32 @@ static void test_bytes_per_token(void **state) {
   (void)state;
   GptOssConfig c;
   assert_true(config_preset("openai/gpt-oss-120b", &c));
-  assert_int_equal(kv_cache_bytes_per_token(&c), 36 * 2 * 512 * 4);
+  assert_int_equal(kv_cache_bytes_per_token(&c, NULL), 36 * 2 * 512 * 4);
   assert_true(config_preset("openai/gpt-oss-20b", &c));
-  assert_int_equal(kv_cache_bytes_per_token(&c), 24 * 2 * 512 * 4);
+  assert_int_equal(kv_cache_bytes_per_token(&c, NULL), 24 * 2 * 512 * 4);
+}
+
+// 120b: 36 layers, 8 KV heads of 64. tp 2: half the heads; pp 4: 9 layers; tp 16: more ranks
+// than KV heads, each rank keeps one.
+static void test_bytes_per_token_of_a_shard(void **state) {
+  (void)state;
+  GptOssConfig c;
+  assert_true(config_preset("openai/gpt-oss-120b", &c));
+  Shard s = shard_of(&c, 2, 1, 1, 0);
+  assert_int_equal(kv_cache_bytes_per_token(&c, &s), 36 * 2 * 4 * 64 * 4);
+  s = shard_of(&c, 1, 4, 0, 3);
+  assert_int_equal(kv_cache_bytes_per_token(&c, &s), 9 * 2 * 8 * 64 * 4);
+  s = shard_of(&c, 16, 1, 15, 0);
+  assert_int_equal(kv_cache_bytes_per_token(&c, &s), 36 * 2 * 1 * 64 * 4);
 }
 
 static void test_init_zeroed_and_free(void **state) {
-  (void)state;
+  Backend *be = *state;
   GptOssConfig c;
   assert_true(config_preset("gpt-oss-tiny", &c));
   KvCache kv;
   char err[256] = "";
-  assert_true(kv_cache_init(&kv, &c, 10, 16, err, sizeof err));
+  assert_true(kv_cache_init(&kv, be, &c, NULL, 10, 16, err, sizeof err));
   assert_int_equal(kv.num_layers, 4);
   assert_int_equal(kv.num_blocks, 10);
   assert_int_equal(kv.block_size, 16);
@@ -47,29 +63,41 @@ static void test_init_zeroed_and_free(void **state) {
 }
 
 static void test_impossible_sizes(void **state) {
-  (void)state;
+  Backend *be = *state;
   GptOssConfig c;
   assert_true(config_preset("openai/gpt-oss-120b", &c));
   KvCache kv;
   char err[256] = "";
-  assert_false(kv_cache_init(&kv, &c, 0, 16, err, sizeof err));
+  assert_false(kv_cache_init(&kv, be, &c, NULL, 0, 16, err, sizeof err));
   assert_non_null(strstr(err, "KV cache"));
-  assert_false(kv_cache_init(&kv, &c, 16, -1, err, sizeof err));
+  assert_false(kv_cache_init(&kv, be, &c, NULL, 16, -1, err, sizeof err));
   // 2^31 blocks of 2^31 tokens: overflows any address space.
-  assert_false(kv_cache_init(&kv, &c, 2147483647, 2147483647, err, sizeof err));
+  assert_false(kv_cache_init(&kv, be, &c, NULL, 2147483647, 2147483647, err, sizeof err));
   assert_non_null(strstr(err, "overflow"));
   // 2^30 blocks of 2^10 tokens: 288 PiB, never there.
   err[0] = '\0';
-  assert_false(kv_cache_init(&kv, &c, 1 << 30, 1 << 10, err, sizeof err));
+  assert_false(kv_cache_init(&kv, be, &c, NULL, 1 << 30, 1 << 10, err, sizeof err));
   assert_non_null(strstr(err, "out of memory"));
   assert_null(kv.k);
+}
+
+static int setup(void **state) {
+  *state = cpu_backend_create(1);
+  return 0;
+}
+
+static int teardown(void **state) {
+  Backend *be = *state;
+  be->destroy(be);
+  return 0;
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bytes_per_token),
+      cmocka_unit_test(test_bytes_per_token_of_a_shard),
       cmocka_unit_test(test_init_zeroed_and_free),
       cmocka_unit_test(test_impossible_sizes),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -77,6 +77,7 @@ static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
 
   Backend *be = xcalloc(1, sizeof(*be));
   be->name = "cpu";
+  be->host_memory = true;
   be->state = st;
   be->embed = cpu_embed;
   be->rmsnorm = cpu_rmsnorm;

@@ -1,0 +1,234 @@
+// runner.c: the ranks of a tensor x pipeline parallel model (runner.h): loading each rank's
+// shard, the rank threads, and one forward call carried through the stages micro-batch by
+// micro-batch. Rank 0 (stage 0, tensor rank 0) runs on the caller's thread; the others wait at
+// the start barrier for the next call.
+#include "dist/runner.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/check.h"
+#include "dist/comm_threads.h"
+#include "dist/microbatch.h"
+#include "model/forward.h"
+#include "model/kv_cache.h"
+
+typedef struct {
+  Runner *runner;
+  Shard shard;
+  GptOssWeights weights;
+  Backend *backend;
+  Comm *tp;  // NULL when tp = 1
+  Comm *pp;  // NULL when pp = 1; rank pp_rank of the pipeline of this tensor rank
+  Model model;
+  KvCache kv;
+  float *logits;  // backend memory, for a backend whose memory the host cannot read
+  size_t logits_rows;
+  pthread_t thread;
+} Rank;
+
+struct Runner {
+  RunnerOptions options;
+  GptOssConfig config;
+  int tp, pp, num_ranks, threads_per_rank;
+  Rank *ranks;             // [num_ranks] stage-major: rank pp_rank * tp + tp_rank
+  ThreadGroup **groups;    // [pp + tp]: each stage's tensor group, then each pipeline
+  pthread_barrier_t start, done;
+  bool threads_started;
+  // the current call
+  MicroBatches micro;
+  float *logits;  // host [num_logits, vocab]
+  bool quit;
+};
+
+// ---------------------------------------------------------------------------------------------
+// one rank's part of a call
+
+// Rank's backend buffer for rows of logits, for a backend whose memory the host cannot read.
+static float *device_logits(Rank *rank, int rows) {
+  const size_t row_bytes = (size_t)rank->runner->config.vocab_size * sizeof(float);
+  if ((size_t)rows > rank->logits_rows) {
+    if (rank->logits) rank->backend->free(rank->backend, rank->logits);
+    rank->logits_rows = (size_t)rows;
+    rank->logits = rank->backend->alloc(rank->backend, rank->logits_rows * row_bytes);
+    if (!rank->logits) die("runner: out of memory for %zu rows of logits", rank->logits_rows);
+  }
+  return rank->logits;
+}
+
+// Micro-batch by micro-batch: receive the hidden states from the previous stage (or embed),
+// run the stage's layers, hand the result to the next stage (or write the logits: tensor rank
+// 0 of the last stage writes the host rows of the micro-batch).
+static void run_rank(Rank *rank) {
+  Runner *r = rank->runner;
+  const Shard *s = &rank->shard;
+  const size_t hidden_bytes = (size_t)r->config.hidden_size * sizeof(float);
+  const size_t vocab = (size_t)r->config.vocab_size;
+  const bool last = shard_is_last_stage(s);
+  for (int part = 0; part < r->micro.num_parts; part++) {
+    const Batch *b = &r->micro.parts[part];
+    const size_t bytes = (size_t)b->num_tokens * hidden_bytes;
+    if (!shard_is_first_stage(s)) rank->pp->recv(rank->pp, rank->model.x, bytes, s->pp_rank - 1);
+    float *host = last && s->tp_rank == 0 ? r->logits + (size_t)r->micro.first_logit[part] * vocab
+                                          : NULL;
+    float *out = host && r->tp == 1 && !rank->backend->host_memory
+                     ? device_logits(rank, b->num_logits)
+                     : host;
+    model_forward(&rank->model, b, &rank->kv, out);
+    if (out != host)
+      rank->backend->to_host(rank->backend, host, out,
+                             (size_t)b->num_logits * vocab * sizeof(float));
+    if (!last) rank->pp->send(rank->pp, rank->model.x, bytes, s->pp_rank + 1);
+  }
+}
+
+static void *rank_thread(void *arg) {
+  Rank *rank = arg;
+  Runner *r = rank->runner;
+  for (;;) {
+    pthread_barrier_wait(&r->start);
+    if (r->quit) return NULL;
+    run_rank(rank);
+    pthread_barrier_wait(&r->done);
+  }
+}
+
+void runner_forward(Runner *r, const Batch *batch, float *logits) {
+  microbatches_split(&r->micro, batch, r->pp);
+  r->logits = logits;
+  if (r->num_ranks == 1) {
+    run_rank(&r->ranks[0]);
+    return;
+  }
+  pthread_barrier_wait(&r->start);
+  run_rank(&r->ranks[0]);
+  pthread_barrier_wait(&r->done);
+}
+
+// ---------------------------------------------------------------------------------------------
+// setup
+
+static bool rank_load(Runner *r, Rank *rank, char *err, size_t err_size) {
+  WeightsOptions wo = r->options.weights;
+  wo.shard = &rank->shard;
+  if (!weights_load(r->options.model, &wo, &rank->weights, err, err_size)) return false;
+  rank->backend = r->options.create_backend(r->threads_per_rank);
+  if (!rank->backend) {
+    snprintf(err, err_size, "could not create the backend of rank %d/%d",
+             rank->shard.pp_rank * r->tp + rank->shard.tp_rank, r->num_ranks);
+    return false;
+  }
+  return model_init(&rank->model, &rank->weights, rank->backend, rank->tp,
+                    r->options.max_num_tokens, err, err_size);
+}
+
+bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_size) {
+  *out = NULL;
+  if (o->tensor_parallel < 1 || o->pipeline_parallel < 1 ||
+      o->pipeline_parallel > MICROBATCH_MAX_PARTS) {
+    snprintf(err, err_size, "-tp %d -pp %d: need tp >= 1 and 1 <= pp <= %d", o->tensor_parallel,
+             o->pipeline_parallel, MICROBATCH_MAX_PARTS);
+    return false;
+  }
+  GptOssConfig config;
+  if (!weights_load_config(o->model, o->weights.load_format, &config, err, err_size) ||
+      !shard_check(&config, o->tensor_parallel, o->pipeline_parallel, err, err_size))
+    return false;
+  Runner *r = xcalloc(1, sizeof *r);
+  r->options = *o;
+  r->config = config;
+  r->tp = o->tensor_parallel;
+  r->pp = o->pipeline_parallel;
+  r->num_ranks = r->tp * r->pp;
+  const int cores = o->num_threads > 0 ? o->num_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  r->threads_per_rank = cores / r->num_ranks > 0 ? cores / r->num_ranks : 1;
+  r->ranks = xcalloc((size_t)r->num_ranks, sizeof *r->ranks);
+  r->groups = xcalloc((size_t)(r->pp + r->tp), sizeof *r->groups);
+  for (int g = 0; g < r->pp + r->tp; g++)
+    r->groups[g] = thread_group_create(g < r->pp ? r->tp : r->pp);
+  microbatches_init(&r->micro);
+  bool ok = true;
+  for (int i = 0; ok && i < r->num_ranks; i++) {
+    Rank *rank = &r->ranks[i];
+    const int pp_rank = i / r->tp, tp_rank = i % r->tp;
+    rank->runner = r;
+    rank->shard = shard_of(&r->config, r->tp, r->pp, tp_rank, pp_rank);
+    if (r->tp > 1) rank->tp = comm_threads_join(r->groups[pp_rank], tp_rank);
+    if (r->pp > 1) rank->pp = comm_threads_join(r->groups[r->pp + tp_rank], pp_rank);
+    ok = rank_load(r, rank, err, err_size);
+  }
+  if (!ok) {
+    runner_free(r);
+    return false;
+  }
+  pthread_barrier_init(&r->start, NULL, (unsigned)r->num_ranks);
+  pthread_barrier_init(&r->done, NULL, (unsigned)r->num_ranks);
+  for (int i = 1; i < r->num_ranks; i++)
+    CHECK(pthread_create(&r->ranks[i].thread, NULL, rank_thread, &r->ranks[i]) == 0);
+  r->threads_started = true;
+  *out = r;
+  return true;
+}
+
+void runner_free(Runner *r) {
+  if (!r) return;
+  if (r->threads_started) {
+    r->quit = true;
+    pthread_barrier_wait(&r->start);
+    for (int i = 1; i < r->num_ranks; i++) pthread_join(r->ranks[i].thread, NULL);
+    pthread_barrier_destroy(&r->start);
+    pthread_barrier_destroy(&r->done);
+  }
+  runner_kv_free(r);
+  for (int i = 0; i < r->num_ranks; i++) {
+    Rank *rank = &r->ranks[i];
+    model_free(&rank->model);
+    if (rank->backend) {
+      if (rank->logits) rank->backend->free(rank->backend, rank->logits);
+      rank->backend->destroy(rank->backend);
+    }
+    weights_free(&rank->weights);
+    if (rank->tp) rank->tp->destroy(rank->tp);
+    if (rank->pp) rank->pp->destroy(rank->pp);
+  }
+  for (int g = 0; g < r->pp + r->tp; g++) thread_group_free(r->groups[g]);
+  microbatches_free(&r->micro);
+  free(r->groups);
+  free(r->ranks);
+  free(r);
+}
+
+// ---------------------------------------------------------------------------------------------
+// queries and the KV cache
+
+const GptOssConfig *runner_config(const Runner *r) { return &r->config; }
+int runner_max_num_tokens(const Runner *r) { return r->options.max_num_tokens; }
+int runner_num_ranks(const Runner *r) { return r->num_ranks; }
+int runner_threads_per_rank(const Runner *r) { return r->threads_per_rank; }
+
+size_t runner_kv_bytes_per_token(const Runner *r) {
+  size_t bytes = 0;
+  for (int i = 0; i < r->num_ranks; i++)
+    bytes += kv_cache_bytes_per_token(&r->config, &r->ranks[i].shard);
+  return bytes;
+}
+
+bool runner_kv_init(Runner *r, int num_blocks, int block_size, char *err, size_t err_size) {
+  runner_kv_free(r);
+  for (int i = 0; i < r->num_ranks; i++) {
+    Rank *rank = &r->ranks[i];
+    if (!kv_cache_init(&rank->kv, rank->backend, &r->config, &rank->shard, num_blocks, block_size,
+                       err, err_size)) {
+      runner_kv_free(r);
+      return false;
+    }
+  }
+  return true;
+}
+
+void runner_kv_free(Runner *r) {
+  for (int i = 0; i < r->num_ranks; i++)
+    if (r->ranks[i].kv.backend) kv_cache_free(&r->ranks[i].kv);
+}

@@ -1,0 +1,57 @@
+// runner.h: the model as the engine runs it, over tp x pp ranks (tensor x pipeline parallel):
+// each rank a thread with its own backend, its shard of the weights (model/shard.h), its KV cache
+// and its activations; collectives through a Comm per tensor-parallel group and per pipeline
+// (dist/comm.h). With tp = pp = 1 it is the plain single-rank model, run on the caller's thread.
+//
+// The pipeline schedule: a step's batch is cut at sequence boundaries into pp micro-batches of
+// near-equal token counts (microbatch.h); stage s runs micro-batch m as soon as stage s - 1 has
+// handed it over, so while stage 1 runs micro-batch 0, stage 0 runs micro-batch 1 (GPipe's
+// forward pass: with m micro-batches over s stages each stage idles (s - 1) / (m + s - 1) of a
+// step). Steps do not overlap in the pipeline: the next step's decode tokens depend on this
+// step's samples. Async scheduling still applies: the engine plans step N + 1 on its own thread
+// while the runner executes step N.
+#ifndef GE_DIST_RUNNER_H
+#define GE_DIST_RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "backend/backend.h"
+#include "model/batch.h"
+#include "model/weights.h"
+
+typedef struct {
+  const char *model;       // weights_load's model (folder or preset)
+  WeightsOptions weights;  // formats, load format, seed (the shard is the runner's)
+  int tensor_parallel;     // ranks per stage (>= 1)
+  int pipeline_parallel;   // stages (>= 1)
+  int num_threads;         // CPU threads over all ranks (<= 0: one per core), shared evenly
+  Backend *(*create_backend)(int num_threads);  // one per rank (e.g. cpu_backend_create)
+  int max_num_tokens;      // the largest Batch.num_tokens a forward call gets
+} RunnerOptions;
+
+typedef struct Runner Runner;
+
+// Loads every rank's shard and starts the rank threads. False with a message (a tp or pp that
+// does not divide the model, a weights error, out of memory).
+bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_size);
+void runner_free(Runner *r);
+
+const GptOssConfig *runner_config(const Runner *r);
+int runner_max_num_tokens(const Runner *r);
+int runner_num_ranks(const Runner *r);
+int runner_threads_per_rank(const Runner *r);
+// Bytes of KV cache one token takes over all ranks (a KV head copied on several ranks counts
+// on each).
+size_t runner_kv_bytes_per_token(const Runner *r);
+
+// (Re)allocates every rank's KV cache: num_blocks blocks of block_size tokens (the block ids
+// of a Batch index these). False with a message when out of memory.
+bool runner_kv_init(Runner *r, int num_blocks, int block_size, char *err, size_t err_size);
+void runner_kv_free(Runner *r);
+
+// Runs the batch through every rank; the logits of batch->logits_indices go into logits
+// [num_logits, vocab] (host memory).
+void runner_forward(Runner *r, const Batch *batch, float *logits);
+
+#endif
