@@ -113,3 +113,113 @@ clean:
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 .SECONDARY:
+
+# ---------------------------------------------------------------------------------------------
+# Fuzzing (tests/fuzz). Each tests/fuzz/fuzz_NAME.c is one libFuzzer target, seeded from the
+# committed corpus tests/fuzz/corpus/NAME (seeds and saved crash inputs).
+#   make test                 also replays every corpus with the normal compiler and no libFuzzer:
+#                             BUILD/tests/test_fuzz_NAME (target + tests/fuzz/replay.c)
+#   make fuzz                 clang, libFuzzer, ASan + UBSan in BUILD_ROOT/fuzz, then each target
+#   make fuzz FUZZ_SECONDS=N  for N seconds (default 60), one at a time (scripts/fuzz.sh);
+#                             installs clang first if it is missing (scripts/deps.sh fuzz)
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_BUILD := $(BUILD_ROOT)/fuzz
+FUZZ_SRCS := $(filter-out tests/fuzz/fuzz_util.c,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRCS))
+FUZZ_REPLAYS := $(FUZZ_NAMES:%=$(BUILD)/tests/test_fuzz_%)
+FUZZ_BINS := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/bin/fuzz_%)
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -MMD -MP -Isrc -Iengine -O1 -g \
+              -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(PKG_CFLAGS)
+# What the targets reach: the shared library, the API's request parsing, the safetensors reader.
+FUZZ_LIB_SRCS := $(LIB_SRCS) $(wildcard engine/api/*.c) engine/model/safetensors.c
+FUZZ_LIB := $(FUZZ_BUILD)/lib/libgptoss-fuzz.a
+
+.PHONY: fuzz fuzz-deps
+test: $(FUZZ_REPLAYS)
+
+$(BUILD)/tests/test_fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/obj/tests/fuzz/replay.o \
+                            $(BUILD)/obj/tests/fuzz/fuzz_util.o $(ENGINE_LIB) $(LIB)
+	@mkdir -p $(@D)
+	@echo LD $@
+	@$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+fuzz-deps:
+	@scripts/deps.sh fuzz
+
+$(FUZZ_BUILD)/obj/%.o: %.c | fuzz-deps
+	@mkdir -p $(@D)
+	@echo CC-FUZZ $<
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_LIB): $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
+	@mkdir -p $(@D)
+	@rm -f $@
+	@$(AR) rcs $@ $^
+
+$(FUZZ_BUILD)/bin/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o \
+                          $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_util.o $(FUZZ_LIB)
+	@mkdir -p $(@D)
+	@echo LD $@
+	@$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) $^ $(PKG_LIBS) -lpthread -lm -o $@
+
+fuzz: $(FUZZ_BINS)
+	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
+-include $(shell find $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)
+
+# ---------------------------------------------------------------------------------------------
+# Test tools (tests/tools): small libc-only clients the e2e scripts drive (raw HTTP bytes, stream
+# disconnects), built into BUILD/tools before `make test` runs.
+#   make stress    the engine load and fault test at full size (tests/e2e/engine_load.sh with
+#                  STRESS=1: 2,000 concurrent streams, 10,000 requests cut at random points)
+TOOLS := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(wildcard tests/tools/*.c))
+
+.PHONY: tools stress
+tools: $(TOOLS)
+test: $(TOOLS)
+
+$(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o
+	@mkdir -p $(@D)
+	@echo LD $@
+	@$(CC) $(LDFLAGS) $^ -o $@
+
+stress: all $(TOOLS)
+	@STRESS=1 bash tests/e2e/engine_load.sh $(BUILD)
+
+# ---------------------------------------------------------------------------------------------
+# CUDA backend (engine/backend/cuda). CUDA=1 (nvcc found, the default where it exists): the .cu
+# files join the engine library, built for sm_90a plus PTX (NVCC_FLAGS above), and every binary
+# links cudart and cuBLAS (as needed: binaries that never call CUDA do not load them). CUDA=0:
+# cuda_stub.c stands in (cuda_device_count() is 0, cuda_backend_create fails with the reason),
+# so the engine, tests and benchmarks link the same functions either way.
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+ifeq ($(CUDA),1)
+  CUDA_OBJS := $(CUDA_SRCS:%.cu=$(BUILD)/obj/%.o)
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
+               -Wl,--push-state,--as-needed -lcublas -lcudart -lstdc++ -Wl,--pop-state
+else
+  CUDA_OBJS := $(BUILD)/obj/engine/backend/cuda/cuda_stub.o
+  CUDA_LIBS :=
+endif
+# -Werror for the host side too; nvcc's own notes about the gencode list stay quiet.
+NVCC_ALL_FLAGS = $(NVCC_FLAGS) -lineinfo -Isrc -Iengine -MMD -MP -Werror all-warnings \
+                 -Xcompiler -Wall,-Wextra -Wno-deprecated-gpu-targets
+LDLIBS += $(CUDA_LIBS)
+
+$(ENGINE_LIB): $(CUDA_OBJS)
+
+$(BUILD)/obj/%.o: %.cu | deps
+	@mkdir -p $(@D)
+	@echo NVCC $<
+	@$(NVCC) $(NVCC_ALL_FLAGS) -c $< -o $@
+
+# ---------------------------------------------------------------------------------------------
+# Valgrind (scripts/memcheck.sh): the engine's generate, bench against mock-server and a small
+# sweep, each under memcheck; fails on any memory error or definite leak. About 3 minutes.
+#   make memcheck   (installs valgrind first if it is missing: scripts/deps.sh memcheck)
+.PHONY: memcheck
+memcheck: all
+	@scripts/deps.sh memcheck
+	@scripts/memcheck.sh $(BUILD)

@@ -19,8 +19,8 @@ echo "   $(echo "$ids" | wc -w) tokens"
 echo
 
 echo "== demo 2/3: gptoss-engine generate: GPT-OSS on the CPU (gpt-oss-tiny, dummy weights)"
-echo "-- gptoss-engine generate --model gpt-oss-tiny --chat 'What is 2 + 2?' --max-tokens 8"
-"$engine" generate --model gpt-oss-tiny --chat 'What is 2 + 2?' --max-tokens 8 |
+echo "-- gptoss-engine generate --model gpt-oss-tiny --device cpu --chat 'What is 2 + 2?' --max-tokens 8"
+"$engine" generate --model gpt-oss-tiny --device cpu --chat 'What is 2 + 2?' --max-tokens 8 |
   node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const o=JSON.parse(s);
     console.log("   output ids: " + o.output_ids.join(" "));
     console.log("   text (random weights, so no meaning): " + JSON.stringify(o.text));

@@ -91,6 +91,13 @@ struct Backend {
   // Copies bytes of backend memory to the host (a memcpy on the CPU).
   void (*to_host)(Backend *be, void *dst, const void *src, size_t bytes);
 
+  // The weights as the ops read them, for a backend whose memory is not the host's: copies host
+  // (any shard) into the backend's memory as a GptOssWeights of the same shapes; free it with
+  // free_weights, never weights_free. NULL on the CPU, whose ops read host weights as they are.
+  bool (*upload_weights)(Backend *be, const GptOssWeights *host, GptOssWeights *device, char *err,
+                         size_t err_size);
+  void (*free_weights)(Backend *be, GptOssWeights *device);
+
   void *(*alloc)(Backend *be, size_t bytes);  // zeroed; NULL when out of memory
   void (*free)(Backend *be, void *ptr);
   void (*destroy)(Backend *be);

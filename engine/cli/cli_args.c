@@ -34,3 +34,16 @@ void cli_short_parallel_flags(int argc, char **argv) {
       argv[i] = "--pipeline-parallel-size";
   }
 }
+
+DeviceKind cli_device_and_formats(const char *command, const char *device,
+                                  const char *weight_format, const char *model,
+                                  WeightsOptions *wo) {
+  char err[512];
+  DeviceKind d;
+  if (!device_from_name(device, &d, err, sizeof err)) die("%s: %s", command, err);
+  if (!weights_formats_from_name(weight_format, model, wo))
+    die("%s: --weight-format '%s' is unknown; use auto, f32, bf16 or q8", command, weight_format);
+  if (d == DEVICE_CUDA && strcmp(weight_format, "auto") == 0 && wo->dense_format == WEIGHT_Q8)
+    wo->dense_format = WEIGHT_BF16;
+  return d;
+}

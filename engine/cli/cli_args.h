@@ -12,4 +12,13 @@ double cli_parse_double(const char *command, const char *flag, const char *value
 // they are rewritten in argv to --tensor-parallel-size and --pipeline-parallel-size.
 void cli_short_parallel_flags(int argc, char **argv);
 
+// --device and --weight-format together: the device by name (dies naming the flag when unknown
+// or when --device cuda has no device), and the kept formats by name for model; "auto" keeps
+// weights_formats_from_name's choice, except that q8 (a CPU format) becomes bf16 on CUDA.
+#include "backend/backends.h"
+#include "model/weights.h"
+DeviceKind cli_device_and_formats(const char *command, const char *device,
+                                  const char *weight_format, const char *model,
+                                  WeightsOptions *wo);
+
 #endif

@@ -1,4 +1,4 @@
-// generate_cmd.c: `gptoss-engine generate`: flags -> the runner (weights, CPU backends, ranks) -> one
+// generate_cmd.c: `gptoss-engine generate`: flags -> the runner (weights, backends, ranks) -> one
 // generation -> {"prompt_ids", "output_ids", "text", "finish_reason"} on stdout, and optionally
 // the prompt's logits as .npy. Dies with a message naming the flag on bad input.
 #include "cli/generate_cmd.h"
@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/cpu_backend.h"
 #include "common/buf.h"
 #include "cli/cli_args.h"
 #include "common/check.h"
@@ -44,7 +43,7 @@ static const char USAGE[] =
     "         [--weight-format auto|f32|bf16|q8]\n"
     "         (--prompt-ids 1,2,3 | --prompt TEXT | --chat TEXT) --max-tokens N\n"
     "         [--temperature T] [--top-p P] [--top-k K] [--seed S] [--ignore-eos]\n"
-    "         [--logits-out FILE.npy] [--device cpu] [--threads N]\n"
+    "         [--logits-out FILE.npy] [--device auto|cpu|cuda] [--threads N]\n"
     "         [--tensor-parallel-size|-tp N] [--pipeline-parallel-size|-pp N]\n"
     "  M: a checkpoint folder (config.json + *.safetensors, OpenAI's original/ layout) or, with\n"
     "     dummy weights, a preset: openai/gpt-oss-120b, openai/gpt-oss-20b, gpt-oss-tiny.\n"
@@ -60,7 +59,7 @@ static GenerateOptions parse_options(int argc, char **argv) {
                        .weight_format = "auto",
                        .max_tokens = -1,
                        .top_p = 1,
-                       .device = "cpu",
+                       .device = "auto",
                        .tensor_parallel = 1,
                        .pipeline_parallel = 1};
   static const struct option longopts[] = {{"model", required_argument, 0, 'm'},
@@ -126,8 +125,6 @@ static GenerateOptions parse_options(int argc, char **argv) {
   if ((o.prompt_ids != NULL) + (o.prompt != NULL) + (o.chat != NULL) != 1)
     die("generate: give exactly one of --prompt-ids, --prompt and --chat");
   if (o.max_tokens < 0) die("generate: --max-tokens is required");
-  if (strcmp(o.device, "cpu") != 0 && strcmp(o.device, "auto") != 0)
-    die("generate: --device %s is not available in this build (use --device cpu)", o.device);
   return o;
 }
 
@@ -175,8 +172,8 @@ int generate_cmd_main(int argc, char **argv) {
   WeightsOptions wo = {.seed = o.seed};
   if (!weights_load_format_from_name(o.load_format, &wo.load_format))
     die("generate: --load-format '%s' is unknown; use auto, safetensors or dummy", o.load_format);
-  if (!weights_formats_from_name(o.weight_format, o.model, &wo))
-    die("generate: --weight-format '%s' is unknown; use auto, f32, bf16 or q8", o.weight_format);
+  const DeviceKind device =
+      cli_device_and_formats("generate", o.device, o.weight_format, o.model, &wo);
   TokenIds prompt = {0};
   char err[1024];
   Tokenizer tok;  // loaded once: it encodes the prompt and decodes the output
@@ -188,7 +185,7 @@ int generate_cmd_main(int argc, char **argv) {
                       .tensor_parallel = o.tensor_parallel,
                       .pipeline_parallel = o.pipeline_parallel,
                       .num_threads = o.num_threads,
-                      .create_backend = cpu_backend_create,
+                      .device = device,
                       .max_num_tokens = prompt.len ? (int)prompt.len : 1};
   Runner *runner;
   if (!runner_create(&runner, &ro, err, sizeof err)) die("generate: %s", err);

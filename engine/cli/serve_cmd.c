@@ -11,11 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "api/api.h"
-#include "backend/cpu/cpu_backend.h"
 #include "cli/cli_args.h"
 #include "common/check.h"
 #include "common/fd_limit.h"
@@ -161,10 +159,6 @@ static void check_capabilities(ServeOptions *o) {
           "built-in attention with sinks; leave it unset for the same)",
           o->attention_backend);
   }
-  if (strcmp(o->device, "cuda") == 0)
-    die("serve: --device cuda: this build has no CUDA backend yet; use --device cpu");
-  if (strcmp(o->device, "cpu") != 0 && strcmp(o->device, "auto") != 0)
-    die("serve: --device '%s' is unknown; use cpu, cuda or auto", o->device);
   if (o->max_num_seqs > o->max_num_batched_tokens)
     die("serve: --max-num-seqs %d is above --max-num-batched-tokens %d (every running request "
         "needs at least one token of the step budget)",
@@ -172,8 +166,8 @@ static void check_capabilities(ServeOptions *o) {
 }
 
 // --kv-cache-memory: bytes with an optional K/KiB/M/MiB/G/GiB suffix, or a fraction (0, 1] of
-// the memory free now.
-static size_t kv_cache_bytes(const char *spec) {
+// the device's memory free now (after the weights are loaded).
+static size_t kv_cache_bytes(const char *spec, DeviceKind device) {
   static const struct {
     const char *suffix;
     double scale;
@@ -183,11 +177,7 @@ static size_t kv_cache_bytes(const char *spec) {
   errno = 0;
   double v = strtod(spec, &end);
   if (end != spec && errno == 0 && v > 0) {
-    if (*end == '\0' && v <= 1) {
-      struct sysinfo si;
-      CHECK(sysinfo(&si) == 0);
-      return (size_t)(v * (double)si.freeram * si.mem_unit);
-    }
+    if (*end == '\0' && v <= 1) return (size_t)(v * (double)device_free_bytes(device));
     for (size_t i = 0; i < sizeof UNITS / sizeof *UNITS; i++)
       if (strcasecmp(end, UNITS[i].suffix) == 0) return (size_t)(v * UNITS[i].scale);
   }
@@ -196,11 +186,11 @@ static size_t kv_cache_bytes(const char *spec) {
 }
 
 static void print_config(const ServeOptions *o, const EngineConfig *c, const Runner *runner,
-                         const char *name, size_t kv_bytes) {
+                         DeviceKind device, const char *name, size_t kv_bytes) {
   printf(
       "gptoss-engine serve: model %s (served as %s), load format %s, weight format %s, "
-      "device cpu\n",
-      o->model, name, o->load_format, o->weight_format);
+      "device %s\n",
+      o->model, name, o->load_format, o->weight_format, device_name(device));
   printf("  host %s  port %d  api key %s\n", o->host, o->port, o->api_key ? "set" : "none");
   printf("  max-model-len %d  max-num-batched-tokens %d  max-num-seqs %d  async-scheduling %s\n",
          c->max_model_len, c->max_num_batched_tokens, c->max_num_seqs,
@@ -251,14 +241,13 @@ int serve_cmd_main(int argc, char **argv) {
   WeightsOptions wo = {.seed = o.seed};
   if (!weights_load_format_from_name(o.load_format, &wo.load_format))
     die("serve: --load-format '%s' is unknown; use auto, safetensors or dummy", o.load_format);
-  if (!weights_formats_from_name(o.weight_format, o.model, &wo))
-    die("serve: --weight-format '%s' is unknown; use auto, f32, bf16 or q8", o.weight_format);
+  const DeviceKind device = cli_device_and_formats("serve", o.device, o.weight_format, o.model, &wo);
   RunnerOptions ro = {.model = o.model,
                       .weights = wo,
                       .tensor_parallel = o.tensor_parallel_size,
                       .pipeline_parallel = o.pipeline_parallel_size,
                       .num_threads = o.num_threads,
-                      .create_backend = cpu_backend_create,
+                      .device = device,
                       .max_num_tokens = o.max_num_batched_tokens};
   Runner *runner;
   if (!runner_create(&runner, &ro, err, sizeof err)) die("serve: %s", err);
@@ -266,7 +255,7 @@ int serve_cmd_main(int argc, char **argv) {
   if (o.max_model_len > model_len)
     die("serve: --max-model-len %ld is above the model's %ld positions", o.max_model_len,
         model_len);
-  size_t kv_bytes = kv_cache_bytes(o.kv_cache_memory);
+  size_t kv_bytes = kv_cache_bytes(o.kv_cache_memory, device);
   size_t block_bytes = runner_kv_bytes_per_token(runner) * (size_t)o.block_size;
   EngineConfig config = {.max_num_batched_tokens = o.max_num_batched_tokens,
                          .max_num_seqs = o.max_num_seqs,
@@ -278,7 +267,7 @@ int serve_cmd_main(int argc, char **argv) {
     die("serve: --kv-cache-memory %s holds no block of %d tokens (%zu bytes); give more",
         o.kv_cache_memory, o.block_size, block_bytes);
   const char *name = o.served_model_name ? o.served_model_name : o.model;
-  print_config(&o, &config, runner, name, kv_bytes);
+  print_config(&o, &config, runner, device, name, kv_bytes);
 
   Engine *engine;
   if (!engine_create(&engine, &config, runner, err, sizeof err)) die("serve: %s", err);

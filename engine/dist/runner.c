@@ -18,7 +18,7 @@
 typedef struct {
   Runner *runner;
   Shard shard;
-  GptOssWeights weights;
+  GptOssWeights weights;  // in the backend's memory (uploaded when it is not the host's)
   Backend *backend;
   Comm *tp;  // NULL when tp = 1
   Comm *pp;  // NULL when pp = 1; rank pp_rank of the pipeline of this tensor rank
@@ -110,18 +110,27 @@ void runner_forward(Runner *r, const Batch *batch, float *logits) {
 // ---------------------------------------------------------------------------------------------
 // setup
 
-static bool rank_load(Runner *r, Rank *rank, char *err, size_t err_size) {
+// The rank's backend, then its shard of the weights, in the backend's memory.
+static bool rank_load(Runner *r, Rank *rank, int index, char *err, size_t err_size) {
+  rank->backend = backend_create(r->options.device, index, r->threads_per_rank, err, err_size);
+  if (!rank->backend) return false;
   WeightsOptions wo = r->options.weights;
   wo.shard = &rank->shard;
-  if (!weights_load(r->options.model, &wo, &rank->weights, err, err_size)) return false;
-  rank->backend = r->options.create_backend(r->threads_per_rank);
-  if (!rank->backend) {
-    snprintf(err, err_size, "could not create the backend of rank %d/%d",
-             rank->shard.pp_rank * r->tp + rank->shard.tp_rank, r->num_ranks);
-    return false;
-  }
-  return model_init(&rank->model, &rank->weights, rank->backend, rank->tp,
-                    r->options.max_num_tokens, err, err_size);
+  if (!rank->backend->upload_weights)
+    return weights_load(r->options.model, &wo, &rank->weights, err, err_size);
+  GptOssWeights host;
+  if (!weights_load(r->options.model, &wo, &host, err, err_size)) return false;
+  const bool ok = rank->backend->upload_weights(rank->backend, &host, &rank->weights, err, err_size);
+  weights_free(&host);
+  return ok;
+}
+
+// The rank's weights, whichever memory they are in.
+static void rank_free_weights(Rank *rank) {
+  if (rank->backend && rank->backend->free_weights)
+    rank->backend->free_weights(rank->backend, &rank->weights);
+  else
+    weights_free(&rank->weights);
 }
 
 bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_size) {
@@ -136,6 +145,13 @@ bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_s
   if (!weights_load_config(o->model, o->weights.load_format, &config, err, err_size) ||
       !shard_check(&config, o->tensor_parallel, o->pipeline_parallel, err, err_size))
     return false;
+  if (o->device == DEVICE_CUDA && o->tensor_parallel * o->pipeline_parallel > 1) {
+    snprintf(err, err_size,
+             "-tp %d -pp %d on CUDA needs the NCCL communicator, which is not built yet; use "
+             "-tp 1 -pp 1 on CUDA, or --device cpu",
+             o->tensor_parallel, o->pipeline_parallel);
+    return false;
+  }
   Runner *r = xcalloc(1, sizeof *r);
   r->options = *o;
   r->config = config;
@@ -157,7 +173,9 @@ bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_s
     rank->shard = shard_of(&r->config, r->tp, r->pp, tp_rank, pp_rank);
     if (r->tp > 1) rank->tp = comm_threads_join(r->groups[pp_rank], tp_rank);
     if (r->pp > 1) rank->pp = comm_threads_join(r->groups[r->pp + tp_rank], pp_rank);
-    ok = rank_load(r, rank, err, err_size);
+    ok = rank_load(r, rank, i, err, err_size);
+    ok = ok && model_init(&rank->model, &rank->weights, rank->backend, rank->tp,
+                          o->max_num_tokens, err, err_size);
   }
   if (!ok) {
     runner_free(r);
@@ -185,11 +203,11 @@ void runner_free(Runner *r) {
   for (int i = 0; i < r->num_ranks; i++) {
     Rank *rank = &r->ranks[i];
     model_free(&rank->model);
+    rank_free_weights(rank);
     if (rank->backend) {
       if (rank->logits) rank->backend->free(rank->backend, rank->logits);
       rank->backend->destroy(rank->backend);
     }
-    weights_free(&rank->weights);
     if (rank->tp) rank->tp->destroy(rank->tp);
     if (rank->pp) rank->pp->destroy(rank->pp);
   }

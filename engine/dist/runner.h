@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "backend/backend.h"
+#include "backend/backends.h"
 #include "model/batch.h"
 #include "model/weights.h"
 
@@ -26,14 +26,16 @@ typedef struct {
   int tensor_parallel;     // ranks per stage (>= 1)
   int pipeline_parallel;   // stages (>= 1)
   int num_threads;         // CPU threads over all ranks (<= 0: one per core), shared evenly
-  Backend *(*create_backend)(int num_threads);  // one per rank (e.g. cpu_backend_create)
+  DeviceKind device;       // each rank's backend (CUDA: rank r on device r)
   int max_num_tokens;      // the largest Batch.num_tokens a forward call gets
 } RunnerOptions;
 
 typedef struct Runner Runner;
 
-// Loads every rank's shard and starts the rank threads. False with a message (a tp or pp that
-// does not divide the model, a weights error, out of memory).
+// Loads every rank's shard (into its device's memory when the backend's is not the host's) and
+// starts the rank threads. False with a message (a tp or pp that does not divide the model, a
+// weights error, out of memory; more than one rank on CUDA, whose NCCL communicator is not
+// built yet).
 bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_size);
 void runner_free(Runner *r);
 

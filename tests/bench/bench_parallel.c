@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
                         .tensor_parallel = tp,
                         .pipeline_parallel = pp,
                         .num_threads = o.num_threads,
-                        .create_backend = cpu_backend_create,
+                        .device = DEVICE_CPU,
                         .max_num_tokens = 2048};
     CHECK(weights_formats_from_name("q8", o.model, &ro.weights));
     char err[512];

@@ -31,7 +31,7 @@ static Runner *runner_of(int tp, int pp) {
                                  .dense_format = WEIGHT_F32},
                      .tensor_parallel = tp,
                      .pipeline_parallel = pp,
-                     .create_backend = cpu_backend_create,
+                     .device = DEVICE_CPU,
                      .max_num_tokens = 256};
   Runner *r;
   if (!runner_create(&r, &o, err, sizeof err)) {

@@ -56,7 +56,7 @@ static float *prompt_logits(const char *fixture, const char *format, bool portab
                      .tensor_parallel = 1,
                      .pipeline_parallel = 1,
                      .num_threads = 2,
-                     .create_backend = portable ? cpu_backend_create_portable : cpu_backend_create,
+                     .device = portable ? DEVICE_CPU_PORTABLE : DEVICE_CPU,
                      .max_num_tokens = (int)prompt->len};
   Runner *runner;
   if (!runner_create(&runner, &o, err, sizeof err)) fail_msg("%s", err);

@@ -101,7 +101,7 @@ static void check_fixture(const char *name) {
                                  .dense_format = WEIGHT_F32},
                      .tensor_parallel = 1,
                      .pipeline_parallel = 1,
-                     .create_backend = cpu_backend_create,
+                     .device = DEVICE_CPU,
                      .max_num_tokens = 256};
   Runner *runner;
   if (!runner_create(&runner, &o, err, sizeof err)) fail_msg("%s", err);

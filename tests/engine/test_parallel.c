@@ -71,7 +71,7 @@ static Runner *runner_of(const char *model, const char *format, int tp, int pp) 
                      .tensor_parallel = tp,
                      .pipeline_parallel = pp,
                      .num_threads = 2,
-                     .create_backend = cpu_backend_create,
+                     .device = DEVICE_CPU,
                      .max_num_tokens = 64};
   assert_true(weights_formats_from_name(format, model, &o.weights));
   char err[512];
@@ -152,7 +152,7 @@ static void refused(const char *model, int tp, int pp, const char *want) {
                      .weights = {.load_format = LOAD_AUTO},
                      .tensor_parallel = tp,
                      .pipeline_parallel = pp,
-                     .create_backend = cpu_backend_create,
+                     .device = DEVICE_CPU,
                      .max_num_tokens = 16};
   assert_true(weights_formats_from_name("f32", model, &o.weights));
   char err[512] = "";

@@ -1,0 +1,196 @@
+// cuda_backend.cu: the CUDA backend's table, its state (device, stream, cuBLAS handle, scratch)
+// and its memory (zeroed device allocations, copies to and from the host). Computes nothing:
+// each op lives in its own file (cuda_ops.cu, cuda_linear.cu, cuda_attention.cu, cuda_moe.cu,
+// cuda_batch.cu). Owns the one place CUDA failures are reported (cuda_fail).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_internal.cuh"
+
+void cuda_fail(const char *file, int line, const char *call, const char *what) {
+  fprintf(stderr, "gptoss-engine: CUDA error at %s:%d: %s: %s\n", file, line, call, what);
+  fflush(stderr);
+  abort();
+}
+
+CudaState *cuda_enter(Backend *be) {
+  CudaState *st = cuda_state(be);
+  CUDA_CHECK(cudaSetDevice(st->device));
+  return st;
+}
+
+void *cuda_scratch(CudaState *st, CudaScratchSlot slot, size_t bytes) {
+  CHECK(slot >= 0 && slot < CUDA_SCRATCH_COUNT);
+  CudaBuffer *b = &st->scratch[slot];
+  if (bytes > b->bytes) {
+    size_t grown = b->bytes * 2 > bytes ? b->bytes * 2 : bytes;
+    grown = (grown + 255) & ~(size_t)255;
+    CUDA_CHECK(cudaFree(b->ptr));  // waits for the work that may still read it
+    b->ptr = NULL;
+    b->bytes = 0;
+    CUDA_CHECK(cudaMalloc(&b->ptr, grown));
+    b->bytes = grown;
+  }
+  return b->ptr;
+}
+
+int cuda_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver or no device: not an error for the caller
+    return 0;
+  }
+  return n;
+}
+
+// Zeroed device memory; NULL when the device is out of memory.
+static void *cuda_alloc(Backend *be, size_t bytes) {
+  CudaState *st = cuda_enter(be);
+  void *p = NULL;
+  cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    return NULL;
+  }
+  CUDA_CHECK(e);
+  CUDA_CHECK(cudaMemsetAsync(p, 0, bytes ? bytes : 1, st->stream));
+  CUDA_CHECK(cudaStreamSynchronize(st->stream));
+  return p;
+}
+
+static void cuda_free_mem(Backend *be, void *ptr) {
+  cuda_enter(be);
+  CUDA_CHECK(cudaFree(ptr));
+}
+
+static void cuda_zero(Backend *be, void *ptr, size_t bytes) {
+  CudaState *st = cuda_enter(be);
+  if (bytes) CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, st->stream));
+}
+
+static void cuda_to_host(Backend *be, void *dst, const void *src, size_t bytes) {
+  CudaState *st = cuda_enter(be);
+  if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, st->stream));
+  CUDA_CHECK(cudaStreamSynchronize(st->stream));
+}
+
+void cuda_to_device(Backend *be, void *dst_device, const void *src_host, size_t bytes) {
+  CudaState *st = cuda_enter(be);
+  if (bytes)
+    CUDA_CHECK(cudaMemcpyAsync(dst_device, src_host, bytes, cudaMemcpyHostToDevice, st->stream));
+  CUDA_CHECK(cudaStreamSynchronize(st->stream));
+}
+
+void cuda_copy_device(Backend *be, void *dst_device, const void *src_device, size_t bytes) {
+  CudaState *st = cuda_enter(be);
+  if (bytes)
+    CUDA_CHECK(
+        cudaMemcpyAsync(dst_device, src_device, bytes, cudaMemcpyDeviceToDevice, st->stream));
+  CUDA_CHECK(cudaStreamSynchronize(st->stream));
+}
+
+void cuda_synchronize(Backend *be) {
+  CudaState *st = cuda_enter(be);
+  CUDA_CHECK(cudaStreamSynchronize(st->stream));
+}
+
+const char *cuda_device_name(Backend *be) { return cuda_state(be)->name; }
+
+bool cuda_memory_info(Backend *be, size_t *free_bytes, size_t *total_bytes) {
+  cuda_enter(be);
+  *free_bytes = *total_bytes = 0;
+  if (cudaMemGetInfo(free_bytes, total_bytes) == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  *free_bytes = *total_bytes = 0;
+  return false;
+}
+
+static void cuda_destroy(Backend *be) {
+  if (!be) return;
+  CudaState *st = cuda_enter(be);
+  CUDA_CHECK(cudaStreamSynchronize(st->stream));
+  for (int i = 0; i < CUDA_SCRATCH_COUNT; i++) CUDA_CHECK(cudaFree(st->scratch[i].ptr));
+  cuda_batch_free(st);
+  CUBLAS_CHECK(cublasDestroy(st->cublas));
+  CUDA_CHECK(cudaStreamDestroy(st->stream));
+  free(st);
+  free(be);
+}
+
+static Backend *cuda_table(CudaState *st) {
+  Backend *be = (Backend *)xcalloc(1, sizeof(*be));
+  be->name = "cuda";
+  be->state = st;
+  be->embed = cuda_embed;
+  be->rmsnorm = cuda_rmsnorm;
+  be->linear = cuda_linear;
+  be->rope = cuda_rope;
+  be->kv_write = cuda_kv_write;
+  be->attention = cuda_attention;
+  be->moe = cuda_moe;
+  be->gather_rows = cuda_gather_rows;
+  be->add = cuda_add;
+  be->zero = cuda_zero;
+  be->upload_batch = cuda_upload_batch;
+  be->to_host = cuda_to_host;
+  be->upload_weights = cuda_weights_upload;
+  be->free_weights = cuda_weights_free;
+  be->alloc = cuda_alloc;
+  be->free = cuda_free_mem;
+  be->destroy = cuda_destroy;
+  return be;
+}
+
+Backend *cuda_backend_create(int device, char *err, size_t err_size) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    snprintf(err, err_size, "CUDA device %d: no CUDA device (%s)", device,
+             e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports none");
+    (void)cudaGetLastError();
+    return NULL;
+  }
+  if (device < 0 || device >= count) {
+    snprintf(err, err_size, "CUDA device %d: no such device (this machine has %d: 0 .. %d)", device,
+             count, count - 1);
+    return NULL;
+  }
+  CudaState *st = (CudaState *)xcalloc(1, sizeof(*st));
+  st->device = device;
+  cudaDeviceProp prop;
+  cublasStatus_t cs;
+  CUDA_TRY(cudaSetDevice(device), err, err_size);
+  CUDA_TRY(cudaGetDeviceProperties(&prop, device), err, err_size);
+  e = cuda_kernels_probe();
+  if (e != cudaSuccess) {
+    snprintf(err, err_size,
+             "CUDA device %d (%s, compute capability %d.%d) cannot run this build's kernels "
+             "(%s): they are built for sm_90a (H100/H200); add the device's -gencode to "
+             "NVCC_FLAGS in the Makefile",
+             device, prop.name, prop.major, prop.minor, cudaGetErrorString(e));
+    (void)cudaGetLastError();
+    goto fail;
+  }
+  snprintf(st->name, sizeof st->name, "%s", prop.name);
+  CUDA_TRY(cudaStreamCreate(&st->stream), err, err_size);
+  CUDA_TRY(cudaEventCreateWithFlags(&st->batch_copied, cudaEventDisableTiming), err, err_size);
+  CUDA_TRY(cudaEventRecord(st->batch_copied, st->stream), err, err_size);
+  cs = cublasCreate(&st->cublas);
+  if (cs != CUBLAS_STATUS_SUCCESS) {
+    snprintf(err, err_size, "CUDA device %d: cublasCreate: %s", device, cublasGetStatusString(cs));
+    st->cublas = NULL;
+    goto fail;
+  }
+  CUBLAS_CHECK(cublasSetStream(st->cublas, st->stream));
+  // No TF32: F32 weights are the float32 reference path (SGEMM as written).
+  CUBLAS_CHECK(cublasSetMathMode(st->cublas, CUBLAS_DEFAULT_MATH));
+  return cuda_table(st);
+
+fail:
+  if (st->cublas) (void)cublasDestroy(st->cublas);  // best effort: already failing
+  if (st->batch_copied) (void)cudaEventDestroy(st->batch_copied);
+  if (st->stream) (void)cudaStreamDestroy(st->stream);
+  free(st);
+  return NULL;
+}

@@ -1,0 +1,128 @@
+// cuda_internal.cuh: what the CUDA backend's files share: the backend state (device, stream,
+// cuBLAS handle, growing device scratch, the uploaded batch), the checking macros every CUDA
+// and cuBLAS call goes through, launch helpers and the op entry points the table in
+// cuda_backend.cu points at. Not for use outside engine/backend/cuda.
+#ifndef GE_BACKEND_CUDA_CUDA_INTERNAL_CUH
+#define GE_BACKEND_CUDA_CUDA_INTERNAL_CUH
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/cuda/cuda_backend.h"
+
+extern "C" {
+#include "common/check.h"
+}
+
+// Aborts with file:line, the failed call and CUDA's (or cuBLAS's) error string.
+[[noreturn]] void cuda_fail(const char *file, int line, const char *call, const char *what);
+
+#define CUDA_CHECK(call)                                                         \
+  do {                                                                           \
+    cudaError_t cuda_check_err_ = (call);                                        \
+    if (cuda_check_err_ != cudaSuccess)                                          \
+      cuda_fail(__FILE__, __LINE__, #call, cudaGetErrorString(cuda_check_err_)); \
+  } while (0)
+
+#define CUBLAS_CHECK(call)                                                           \
+  do {                                                                               \
+    cublasStatus_t cublas_check_st_ = (call);                                        \
+    if (cublas_check_st_ != CUBLAS_STATUS_SUCCESS)                                   \
+      cuda_fail(__FILE__, __LINE__, #call, cublasGetStatusString(cublas_check_st_)); \
+  } while (0)
+
+// After a kernel launch: a bad configuration shows up here, with the launch's file:line.
+#define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
+
+// For functions that return an error instead of aborting (create, weights upload): on failure
+// writes "file:line: call: error" into err and jumps to `fail`.
+#define CUDA_TRY(call, err, err_size)                                     \
+  do {                                                                    \
+    cudaError_t cuda_try_err_ = (call);                                   \
+    if (cuda_try_err_ != cudaSuccess) {                                   \
+      snprintf(err, err_size, "%s:%d: %s: %s", __FILE__, __LINE__, #call, \
+               cudaGetErrorString(cuda_try_err_));                        \
+      (void)cudaGetLastError();                                           \
+      goto fail;                                                          \
+    }                                                                     \
+  } while (0)
+
+// Independent device scratch buffers: an op may hold several at once; an op must not call
+// another op that uses a slot it holds (moe calls linear, so they use different slots).
+enum CudaScratchSlot {
+  CUDA_SCRATCH_LINEAR_INPUT,    // linear: the input rows as bf16
+  CUDA_SCRATCH_LINEAR_DEQUANT,  // linear: MXFP4 weights decoded to bf16
+  CUDA_SCRATCH_MOE,             // moe: router logits, routing, grouping, activations, expert rows
+  CUDA_SCRATCH_COUNT,
+};
+
+struct CudaBuffer {
+  void *ptr;
+  size_t bytes;
+};
+
+// Query tokens per attention work tile: a tile is up to this many consecutive tokens of one
+// sequence (upload_batch cuts them, cuda_attention.cu reads them).
+#define CUDA_ATTN_TILE_TOKENS 4
+
+struct CudaState {
+  int device;
+  char name[256];
+  cudaStream_t stream;  // every op runs on it, in order
+  cublasHandle_t cublas;
+  CudaBuffer scratch[CUDA_SCRATCH_COUNT];
+  // upload_batch: host staging (pinned) and device copy of the batch's arrays, the event of the
+  // last copy out of the staging buffer, and the device view handed to the ops.
+  CudaBuffer batch_host, batch_dev;
+  cudaEvent_t batch_copied;
+  Batch batch;
+  const int4 *attn_tiles;  // device: [num_attn_tiles] {seq, first token, end token, 0}
+  int num_attn_tiles;
+};
+
+static inline CudaState *cuda_state(Backend *be) { return (CudaState *)be->state; }
+
+// Makes the backend's device current on the calling thread (the engine calls ops from more than
+// one thread) and returns its state.
+CudaState *cuda_enter(Backend *be);
+
+// At least bytes of device scratch in slot (contents undefined, 256-byte aligned); grows, never
+// shrinks. Growing frees the old buffer, which waits for the work in flight.
+void *cuda_scratch(CudaState *st, CudaScratchSlot slot, size_t bytes);
+
+// Blocks for n items at threads per block.
+static inline unsigned cuda_blocks(size_t n, unsigned threads) {
+  return (unsigned)((n + threads - 1) / threads);
+}
+
+// Carves n bytes (256-aligned) from a scratch cursor.
+static inline void *cuda_take(char **cursor, size_t n) {
+  void *p = *cursor;
+  *cursor += (n + 255) & ~(size_t)255;
+  return p;
+}
+
+// The ops (backend.h documents each); upload_batch lives in cuda_batch.cu.
+void cuda_embed(Backend *be, const WeightMatrix *table, const uint32_t *ids, int num_tokens,
+                float *out);
+void cuda_rmsnorm(Backend *be, const float *x, const float *scale, int num_rows, int dim,
+                  float *out);
+void cuda_linear(Backend *be, const WeightMatrix *w, const float *bias, const float *x,
+                 int num_rows, float *y, bool accumulate);
+void cuda_rope(Backend *be, float *x, int num_rows, int row_stride, int num_heads, int head_dim,
+               const int32_t *positions, const RopeTable *rope);
+void cuda_kv_write(Backend *be, KvCache *kv, int layer, const float *k, const float *v, int stride,
+                   const int64_t *slot_mapping, int num_tokens);
+void cuda_attention(Backend *be, const AttentionArgs *a);
+void cuda_moe(Backend *be, const MoeArgs *a);
+void cuda_gather_rows(Backend *be, const float *in, const int32_t *rows, int num_rows, int dim,
+                      float *out);
+void cuda_add(Backend *be, float *dst, const float *src, size_t n);
+const Batch *cuda_upload_batch(Backend *be, const Batch *host);
+// cudaSuccess when this build has a kernel image the current device can run.
+cudaError_t cuda_kernels_probe(void);
+void cuda_batch_free(CudaState *st);
+
+#endif

@@ -1,0 +1,193 @@
+// cuda_moe.cu: the MoE op after its RMSNorm (spec gptoss-model.md sections 2.2, 2.3), routed on
+// the device: the router product (cuda_linear, with bias), top-k per token (one warp per token,
+// ties to the lower expert index) and the softmax over the k; then the (token, rank) pairs are
+// grouped by expert (one block: counts, offsets, CUDA_MOE_BM-row work items for the experts in
+// [expert_begin, expert_end), a scatter), the grouped expert kernel runs mlp1 + SwiGLU and mlp2
+// (cuda_moe_gemm.cu), and each token's weighted expert rows are summed in rank order into the
+// residual. The order of pairs within an expert does not change any row's result, so the op is
+// deterministic. Nothing leaves the device; no host synchronisation.
+#include "backend/cuda/cuda_moe.cuh"
+
+#define MOE_ROUTE_WARPS 4
+
+// One warp per token: the k largest logits in descending order (ties: lower index), their
+// softmax, and each pick counted for its expert.
+// logits: [num_tokens, num_experts]; experts, weights: [num_tokens, k]; counts: [num_experts]
+__global__ void cuda_moe_route_kernel(const float *logits, int num_tokens, int num_experts, int k,
+                                      int32_t *experts, float *weights, int *counts) {
+  const int t = blockIdx.x * MOE_ROUTE_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (t >= num_tokens) return;
+  const float *l = logits + (int64_t)t * num_experts;  // [num_experts]
+  uint32_t taken = 0;                                  // bit i: expert lane + 32 i is picked
+  for (int r = 0; r < k; r++) {
+    float best = 0.0f;
+    int best_e = -1;
+    for (int i = 0, e = lane; e < num_experts; i++, e += 32) {
+      if (taken >> i & 1u) continue;
+      const float v = l[e];
+      if (best_e < 0 || v > best || (v == best && e < best_e)) best = v, best_e = e;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+      const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
+      if (oe >= 0 && (best_e < 0 || ov > best || (ov == best && oe < best_e)))
+        best = ov, best_e = oe;
+    }
+    if (best_e % 32 == lane) taken |= 1u << (best_e / 32);
+    if (lane == 0) {
+      experts[(int64_t)t * k + r] = best_e;
+      weights[(int64_t)t * k + r] = best;  // the logit, until the softmax below
+      atomicAdd(&counts[best_e], 1);
+    }
+  }
+  if (lane == 0) {
+    float *w = weights + (int64_t)t * k;  // [k]
+    const float top = w[0];
+    float sum = 0.0f;
+    for (int r = 0; r < k; r++) {
+      w[r] = expf(w[r] - top);
+      sum += w[r];
+    }
+    for (int r = 0; r < k; r++) w[r] /= sum;
+  }
+}
+
+// One block: pair offsets by expert, the work items of the experts in [begin, end) (tiles of
+// CUDA_MOE_BM positions), and every pair id scattered to its expert's run of `sorted`.
+// experts: [num_pairs]; counts: [num_experts]; sorted: [num_pairs]; items: [bound]
+__global__ void cuda_moe_group_kernel(const int32_t *experts, const int *counts, int num_pairs,
+                                      int num_experts, int begin, int end, int32_t *sorted,
+                                      int4 *items, int *num_items) {
+  __shared__ int offset[CUDA_MOE_MAX_EXPERTS + 1];
+  __shared__ int item_offset[CUDA_MOE_MAX_EXPERTS + 1];
+  __shared__ int cursor[CUDA_MOE_MAX_EXPERTS];
+  if (threadIdx.x == 0) {
+    offset[0] = item_offset[0] = 0;
+    for (int e = 0; e < num_experts; e++) {
+      const int n = counts[e];
+      offset[e + 1] = offset[e] + n;
+      const int tiles = e >= begin && e < end ? (n + CUDA_MOE_BM - 1) / CUDA_MOE_BM : 0;
+      item_offset[e + 1] = item_offset[e] + tiles;
+    }
+    *num_items = item_offset[num_experts];
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < num_experts; e += blockDim.x) {
+    cursor[e] = offset[e];
+    const int n = offset[e + 1] - offset[e];
+    for (int i = 0; i < item_offset[e + 1] - item_offset[e]; i++) {
+      const int rows = n - i * CUDA_MOE_BM < CUDA_MOE_BM ? n - i * CUDA_MOE_BM : CUDA_MOE_BM;
+      items[item_offset[e] + i] = make_int4(e - begin, offset[e] + i * CUDA_MOE_BM, rows, 0);
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < num_pairs; i += blockDim.x)
+    sorted[atomicAdd(&cursor[experts[i]], 1)] = i;
+}
+
+// residual[t] += sum over ranks r (in order) whose expert is in [begin, end) of y[t * k + r].
+// y: [num_tokens * k, hidden]; experts: [num_tokens * k]; residual: [num_tokens, hidden]
+__global__ void cuda_moe_combine_kernel(const float *y, const int32_t *experts, int k, int hidden,
+                                        int begin, int end, int64_t total, float *residual) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t t = i / hidden, d = i % hidden;
+    float sum = 0.0f;
+    for (int r = 0; r < k; r++) {
+      const int e = experts[t * k + r];
+      if (e >= begin && e < end) sum += y[(t * k + r) * hidden + d];
+    }
+    residual[i] += sum;
+  }
+}
+
+// Checks that every expert of the range has one format and the config's shapes.
+static WeightFormat cuda_moe_format(const MoeArgs *a) {
+  const LayerWeights *L = a->layer;
+  const int64_t hidden = a->config->hidden_size, inter = a->config->intermediate_size;
+  const WeightFormat f = L->mlp1[0].format;
+  CHECK(f == WEIGHT_MXFP4 || f == WEIGHT_BF16 || f == WEIGHT_F32);
+  for (int i = 0; i < a->expert_end - a->expert_begin; i++) {
+    const WeightMatrix *w1 = &L->mlp1[i], *w2 = &L->mlp2[i];
+    CHECK(w1->format == f && w2->format == f && w1->data && w2->data);
+    CHECK(w1->rows == 2 * inter && w1->cols == hidden && w2->rows == hidden && w2->cols == inter);
+  }
+  return f;
+}
+
+// One expert product (stage 1 or 2) in launches of at most CUDA_MOE_MAX_LAUNCH_EXPERTS experts.
+static void cuda_moe_stage(CudaState *st, CudaMoeGemm *g, const WeightMatrix *w, int num_local,
+                           int max_items) {
+  for (int first = 0; first < num_local; first += CUDA_MOE_MAX_LAUNCH_EXPERTS) {
+    g->first = first;
+    g->count = num_local - first < CUDA_MOE_MAX_LAUNCH_EXPERTS ? num_local - first
+                                                               : CUDA_MOE_MAX_LAUNCH_EXPERTS;
+    for (int i = 0; i < g->count; i++) {
+      g->w[i] = w[first + i].data;
+      g->scales[i] = (const uint8_t *)w[first + i].scales;
+    }
+    cuda_moe_gemm(st, *g, max_items);
+  }
+}
+
+void cuda_moe(Backend *be, const MoeArgs *a) {
+  CudaState *st = cuda_enter(be);
+  const GptOssConfig *c = a->config;
+  const LayerWeights *L = a->layer;
+  const int T = a->num_tokens, hidden = c->hidden_size, E = c->num_experts;
+  const int k = c->experts_per_token, inter = c->intermediate_size;
+  CHECK(k > 0 && k <= E && E <= CUDA_MOE_MAX_EXPERTS && L->mlp1_bias && L->mlp2_bias);
+  CHECK(0 <= a->expert_begin && a->expert_begin < a->expert_end && a->expert_end <= E);
+  if (T == 0) return;
+  const int num_local = a->expert_end - a->expert_begin;
+  const WeightFormat fmt = cuda_moe_format(a);
+
+  const size_t P = (size_t)T * k;  // (token, rank) pairs
+  const int max_items = (int)(P / CUDA_MOE_BM) + (num_local < (int)P ? num_local : (int)P);
+  const size_t bytes = 9 * 256 + (size_t)T * E * sizeof(float)      // logits
+                       + P * (2 * sizeof(int32_t) + sizeof(float))  // experts, sorted, weights
+                       + (size_t)E * sizeof(int) + (size_t)max_items * sizeof(int4) + sizeof(int) +
+                       P * ((size_t)inter + hidden) * sizeof(float);  // act, y
+  char *cursor = (char *)cuda_scratch(st, CUDA_SCRATCH_MOE, bytes);
+  float *logits = (float *)cuda_take(&cursor, (size_t)T * E * sizeof(float));  // [T, E]
+  int32_t *experts = (int32_t *)cuda_take(&cursor, P * sizeof(int32_t));       // [P]
+  float *weights = (float *)cuda_take(&cursor, P * sizeof(float));             // [P]
+  int32_t *sorted = (int32_t *)cuda_take(&cursor, P * sizeof(int32_t));        // [P]
+  int *counts = (int *)cuda_take(&cursor, (size_t)E * sizeof(int));            // [E]
+  int4 *items = (int4 *)cuda_take(&cursor, (size_t)max_items * sizeof(int4));  // [max_items]
+  int *num_items = (int *)cuda_take(&cursor, sizeof(int));                     // [1]
+  float *act = (float *)cuda_take(&cursor, P * inter * sizeof(float));         // [P, inter]
+  float *y = (float *)cuda_take(&cursor, P * hidden * sizeof(float));          // [P, hidden]
+
+  cuda_linear(be, &L->gate, L->gate_bias, a->x, T, logits, false);
+  CUDA_CHECK(cudaMemsetAsync(counts, 0, (size_t)E * sizeof(int), st->stream));
+  cuda_moe_route_kernel<<<cuda_blocks(T, MOE_ROUTE_WARPS), 32 * MOE_ROUTE_WARPS, 0, st->stream>>>(
+      logits, T, E, k, experts, weights, counts);
+  CUDA_CHECK_LAUNCH();
+  cuda_moe_group_kernel<<<1, 1024, 0, st->stream>>>(experts, counts, (int)P, E, a->expert_begin,
+                                                    a->expert_end, sorted, items, num_items);
+  CUDA_CHECK_LAUNCH();
+
+  CudaMoeGemm g = {};
+  g.format = fmt;
+  g.items = items;
+  g.num_items = num_items;
+  g.sorted = sorted;
+  g.top_k = k;
+  g.limit = c->swiglu_limit;
+  g.x = a->x;
+  g.act = act;
+  g.act_in = act;
+  g.pair_weights = weights;
+  g.y = y;
+  g.stage = 1, g.n = 2 * inter, g.k = hidden, g.bias = L->mlp1_bias;
+  cuda_moe_stage(st, &g, L->mlp1, num_local, max_items);
+  g.stage = 2, g.n = hidden, g.k = inter, g.bias = L->mlp2_bias;
+  cuda_moe_stage(st, &g, L->mlp2, num_local, max_items);
+
+  const int64_t total = (int64_t)T * hidden;
+  const unsigned blocks = total / 256 + 1 < 65536 ? cuda_blocks((size_t)total, 256) : 65536;
+  cuda_moe_combine_kernel<<<blocks, 256, 0, st->stream>>>(y, experts, k, hidden, a->expert_begin,
+                                                          a->expert_end, total, a->residual);
+  CUDA_CHECK_LAUNCH();
+}

@@ -1,0 +1,46 @@
+// cuda_moe.cuh: the contract between the MoE op (cuda_moe.cu: routing, grouping by expert,
+// the weighted sum) and its grouped expert kernel (cuda_moe_gemm.cu): the work-item layout, the
+// tile sizes, and one launch per expert product. Not for use outside engine/backend/cuda.
+#ifndef GE_BACKEND_CUDA_CUDA_MOE_CUH
+#define GE_BACKEND_CUDA_CUDA_MOE_CUH
+
+#include "backend/cuda/cuda_internal.cuh"
+
+// Token rows (of one expert) and weight rows per thread block of the expert kernel.
+#define CUDA_MOE_BM 32
+#define CUDA_MOE_BN 64
+// Experts whose weight pointers one launch carries (kernel parameters, __grid_constant__).
+#define CUDA_MOE_MAX_LAUNCH_EXPERTS 128
+// Experts the router may score (shared-memory tables of the grouping kernel).
+#define CUDA_MOE_MAX_EXPERTS 1024
+
+// One expert product over the tokens grouped by expert. A work item {local expert, first
+// position in `sorted`, rows (<= CUDA_MOE_BM), 0} is one tile of one expert's tokens; the kernel
+// runs items [0, *num_items) and, of them, experts [first, first + count) of this launch.
+struct CudaMoeGemm {
+  int format;        // WeightFormat of every expert of the launch (F32, BF16 or MXFP4)
+  int stage;         // 1: x -> mlp1 -> SwiGLU -> act; 2: act -> mlp2 -> weighted rows
+  int first, count;  // local experts [first, first + count) of this launch
+  const void *w[CUDA_MOE_MAX_LAUNCH_EXPERTS];          // expert first + i: [n, k] in format
+  const uint8_t *scales[CUDA_MOE_MAX_LAUNCH_EXPERTS];  // MXFP4: [n, k / 32]
+  int n, k;               // weight rows (output features) and columns (input features)
+  const float *bias;      // [local experts, n] (indexed by local expert)
+  const int4 *items;      // [max items]
+  const int *num_items;   // [1]
+  const int32_t *sorted;  // [pairs] pair ids t * top_k + rank, grouped by expert
+  int top_k;
+  // stage 1: input rows of x (the pair's token); output act[position], the SwiGLU of the
+  // interleaved gate/linear pairs of the n outputs
+  const float *x;  // [num_tokens, k]
+  float *act;      // [pairs, n / 2]
+  float limit;
+  // stage 2: input rows act[position]; output y[pair] = routing weight * (row + bias)
+  const float *act_in;        // [pairs, k]
+  const float *pair_weights;  // [pairs]
+  float *y;                   // [pairs, n]
+};
+
+// Runs one launch with max_items blocks of items (a bound on *num_items) on the stream.
+void cuda_moe_gemm(CudaState *st, const CudaMoeGemm &g, int max_items);
+
+#endif

@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# gpu-check.sh: the one-shot GPU acceptance check of issue 8 (the CUDA backend), for a machine
+# with an H100/H200. Steps, each logged to OUTDIR/<step>.log, then one summary table:
+#   1 build      make with CUDA=1 (sm_90a + PTX) into BUILD_ROOT (default build/gpu)
+#   2 ops        tests/engine/test_cuda_ops: every op against its CPU twin, errors printed
+#   3 golden     `gptoss-engine generate --device cuda` on tests/fixtures/gptoss-tiny/{a,b}:
+#                prompt logits against logits.npy and greedy ids against golden.json, as
+#                tests/e2e/engine_generate.sh does for the CPU: f32 weights as tightly as the
+#                CPU (1e-4), bf16 weights within 5e-2 (section 3 below says why)
+#   4 kernels    tests/bench/bench_cuda_kernels: MoE and attention GB/s and TFLOP/s against
+#                the measured copy bandwidth and cuBLAS bf16 rate
+#   5 serve      `gptoss-engine serve openai/gpt-oss-20b --load-format dummy --device cuda`,
+#                without and with --async-scheduling, each measured by `gptoss-bench bench` on
+#                random 2000/100 and datasets/sharegpt-synth.json (200 prompts each)
+# Stays within GPU_CHECK_BUDGET_S seconds (default 470): a step that would start past it is
+# recorded as "skipped (time)". Exits 0 when every step that ran passed.
+#
+#   scripts/gpu-check.sh OUTDIR
+#   env: BUILD_ROOT (build/gpu), GPU_CHECK_BUDGET_S (470), GPU_CHECK_PROMPTS (200),
+#        GPU_CHECK_SERVE_ARGS (extra `serve` flags), GPU_CHECK_STEPS ("build ops golden kernels
+#        serve": run only these)
+set -uo pipefail
+out=${1:?usage: scripts/gpu-check.sh OUTDIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.." || exit 1
+root=${BUILD_ROOT:-build/gpu}
+budget=${GPU_CHECK_BUDGET_S:-470}
+prompts=${GPU_CHECK_PROMPTS:-200}
+steps=${GPU_CHECK_STEPS:-build ops golden kernels serve}
+start=$(date +%s)
+summary=()
+failed=0
+pids=()
+# shellcheck disable=SC2317  # called by the trap
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+}
+trap cleanup EXIT
+
+elapsed() { echo $(( $(date +%s) - start )); }
+# Seconds left, at most $1: the timeout of a step.
+left() { local l=$(( budget - $(elapsed) )); [ "$l" -gt "$1" ] && l=$1; echo "$l"; }
+record() {  # step, result (PASS/FAIL/...), detail
+  summary+=("$(printf '%-26s %-14s %s' "$1" "$2" "$3")")
+  [ "$2" = FAIL ] && failed=1
+  echo "gpu-check: $1: $2 $3"
+}
+wants() { [[ " $steps " == *" $1 "* ]]; }
+# True when a step may start: enough of the budget left (at least $2 seconds).
+may_start() {
+  if [ "$(left 100000)" -lt "$2" ]; then record "$1" "skipped (time)" "$(elapsed) s used of $budget"; return 1; fi
+}
+
+engine=$root/bin/gptoss-engine
+bench=$root/bin/gptoss-bench
+
+# 1 build -------------------------------------------------------------------------------------
+if wants build && may_start build 60; then
+  if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L > "$out/device.txt" 2>&1; then
+    echo "no nvidia-smi or no device" >> "$out/device.txt"
+  fi
+  t0=$(date +%s)
+  if timeout "$(left 300)" make -j"$(nproc)" BUILD_ROOT="$root" CUDA=1 all \
+       "$root/tests/test_cuda_ops" "$root/bench/bench_cuda_kernels" > "$out/build.log" 2>&1; then
+    record build PASS "$(( $(date +%s) - t0 )) s, $(head -n 1 "$out/device.txt")"
+  else
+    record build FAIL "see build.log: $(grep -m1 -iE 'error|fatal' "$out/build.log")"
+  fi
+fi
+
+# 2 ops ---------------------------------------------------------------------------------------
+if wants ops && may_start ops 30; then
+  CMOCKA_MESSAGE_OUTPUT=TAP timeout "$(left 180)" "$root/tests/test_cuda_ops" > "$out/ops.log" 2>&1
+  rc=$?
+  ok=$(grep -c '^ok ' "$out/ops.log"); bad=$(grep -c '^not ok ' "$out/ops.log")
+  skipped=$(grep -c 'skipped: no CUDA device' "$out/ops.log")
+  worst=$(awk '/rel_l2_err/ { v = $(NF); if (v + 0 > max) { max = v + 0; line = $0 } }
+               END { sub(/^# */, "", line); print line }' "$out/ops.log")
+  if [ "$rc" -eq 0 ] && [ "$bad" -eq 0 ] && [ "$skipped" -eq 0 ]; then
+    record ops PASS "$ok tests; largest rel_l2: ${worst:0:90}"
+  else
+    record ops FAIL "rc $rc, $bad failed, $skipped skipped (see ops.log)"
+  fi
+fi
+
+# 3 golden ------------------------------------------------------------------------------------
+# Prompt logits' relative RMS error against the float64 reference, and the greedy ids.
+#   f32   float32 everywhere (cuBLAS SGEMM, the float32 expert kernel): as tight as the CPU's
+#         e2e test (1e-4) and the same greedy ids.
+#   bf16  bf16 GEMM inputs, MXFP4 experts: within 5e-2 (the CPU's own bf16 kernels give 2.2e-2
+#         and 2.4e-2 on these two checkpoints); greedy ids are reported, not required (bf16
+#         rounding flips near-ties on the CPU too).
+golden_compare() {  # fixture dir, our json, our npy -> prints "rel_rms ids_equal first_diff"
+  python3 - "$@" <<'PY'
+import json, struct, sys
+def npy(path):
+    b = open(path, "rb").read()
+    hlen = struct.unpack("<H", b[8:10])[0]
+    data = b[10 + hlen:]
+    return struct.unpack("<%df" % (len(data) // 4), data)
+d, ours_json, ours_npy = sys.argv[1:4]
+golden = json.load(open(d + "/golden.json"))
+ours = json.load(open(ours_json))
+want, got = npy(d + "/logits.npy"), npy(ours_npy)
+if len(want) != len(got):
+    print("inf no -1"); sys.exit(0)
+diff = sum((g - w) ** 2 for g, w in zip(got, want)); norm = sum(w * w for w in want)
+mine, ref = ours.get("output_ids", []), golden["greedy_ids"]
+first = next((i for i, (a, b) in enumerate(zip(mine, ref)) if a != b), -1)
+print("%.3g %s %d" % ((diff / norm) ** 0.5, "yes" if mine == ref else "no", first))
+PY
+}
+if wants golden && may_start golden 20; then
+  if ! command -v python3 >/dev/null; then
+    record golden "skipped" "python3 not found (needed to read logits.npy)"
+  fi
+  for fixture in a b; do
+    for wf in f32 bf16; do
+      command -v python3 >/dev/null || break 2
+      dir=tests/fixtures/gptoss-tiny/$fixture
+      name=golden-$fixture-$wf
+      ids=$(python3 -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))["prompt_ids"])))' "$dir/golden.json")
+      n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["greedy_ids"]))' "$dir/golden.json")
+      if ! timeout "$(left 60)" "$engine" generate --device cuda --model "$dir" --weight-format "$wf" \
+           --prompt-ids "$ids" --max-tokens "$n" --ignore-eos --logits-out "$out/$name.npy" \
+           > "$out/$name.json" 2> "$out/$name.log"; then
+        record "$name" FAIL "generate failed: $(tail -n 1 "$out/$name.log")"
+        continue
+      fi
+      read -r rel same first <<< "$(golden_compare "$dir" "$out/$name.json" "$out/$name.npy")"
+      tol=5e-2
+      [ "$wf" = f32 ] && tol=1e-4
+      detail="logits rel_rms $rel (<= $tol), greedy ids equal: $same"
+      [ "$same" = no ] && detail+=" (first difference at $first)"
+      if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" "$rel" "$tol" &&
+         { [ "$wf" = bf16 ] || [ "$same" = yes ]; }; then
+        record "$name" PASS "$detail"
+      else
+        record "$name" FAIL "$detail"
+      fi
+    done
+  done
+fi
+
+# 4 kernels -----------------------------------------------------------------------------------
+if wants kernels && may_start kernels 60; then
+  if timeout "$(left 150)" "$root/bench/bench_cuda_kernels" 10 > "$out/kernels.log" 2>&1; then
+    if grep -q 'skipped: no CUDA device' "$out/kernels.log"; then
+      record kernels FAIL "skipped: no CUDA device"
+    else
+      refs=$(grep -m1 '^references:' "$out/kernels.log" | sed 's/^references: //')
+      record kernels PASS "$refs (table in kernels.log)"
+    fi
+  else
+    record kernels FAIL "see kernels.log: $(tail -n 1 "$out/kernels.log")"
+  fi
+fi
+
+# 5 serve -------------------------------------------------------------------------------------
+serve_start() {  # log, flags... -> sets url, server_pid
+  url=
+  # shellcheck disable=SC2086  # GPU_CHECK_SERVE_ARGS is a list of flags
+  "$engine" serve openai/gpt-oss-20b --load-format dummy --device cuda --weight-format bf16 \
+    --port 0 ${GPU_CHECK_SERVE_ARGS:-} "${@:2}" > "$1" 2>&1 &
+  server_pid=$!
+  pids+=("$server_pid")
+  local until=$(( $(date +%s) + $(left 200) ))
+  while [ "$(date +%s)" -lt "$until" ]; do
+    url=$(sed -n 's/^gptoss-engine serve: listening on //p' "$1")
+    [ -n "$url" ] && return 0
+    kill -0 "$server_pid" 2>/dev/null || return 1
+    sleep 1
+  done
+  return 1
+}
+serve_stop() {
+  kill -TERM "$server_pid" 2>/dev/null
+  for _ in $(seq 30); do kill -0 "$server_pid" 2>/dev/null || break; sleep 1; done
+  kill -KILL "$server_pid" 2>/dev/null
+  wait "$server_pid" 2>/dev/null
+}
+metric() {  # log, label -> value
+  awk -v label="$2" 'index($0, label) == 1 { print $NF; exit }' "$1"
+}
+bench_run() {  # name, bench flags...
+  local name=$1; shift
+  if timeout "$(left 150)" "$bench" bench --base-url "$url" --endpoint-type openai-chat \
+       --endpoint /v1/chat/completions --num-prompts "$prompts" --seed 42 --ignore-eos \
+       --save-result --result-dir "$out" --result-filename "$name.json" "$@" \
+       > "$out/$name.log" 2>&1; then
+    local log=$out/$name.log
+    record "$name" PASS "$(printf 'out %s tok/s, total %s tok/s, TTFT %s ms, TPOT %s ms, %s ok' \
+      "$(metric "$log" 'Output token throughput')" "$(metric "$log" 'Total Token throughput')" \
+      "$(metric "$log" 'Mean TTFT')" "$(metric "$log" 'Mean TPOT')" \
+      "$(metric "$log" 'Successful requests')")"
+  else
+    record "$name" FAIL "see $name.log: $(tail -n 1 "$out/$name.log")"
+  fi
+}
+for mode in sync async; do
+  wants serve || break
+  may_start "serve-$mode" 90 || continue
+  flags=()
+  [ "$mode" = async ] && flags=(--async-scheduling)
+  t0=$(date +%s)
+  if serve_start "$out/serve-$mode.log" "${flags[@]}"; then
+    record "serve-$mode" PASS "ready in $(( $(date +%s) - t0 )) s"
+    may_start "random-2000-100-$mode" 30 &&
+      bench_run "random-2000-100-$mode" --dataset-name random --random-input-len 2000 \
+        --random-output-len 100
+    may_start "sharegpt-synth-$mode" 30 &&
+      bench_run "sharegpt-synth-$mode" --dataset-name sharegpt \
+        --dataset-path datasets/sharegpt-synth.json
+    serve_stop
+  else
+    serve_stop
+    record "serve-$mode" FAIL "not ready: $(tail -n 1 "$out/serve-$mode.log")"
+  fi
+done
+
+# summary -------------------------------------------------------------------------------------
+{
+  echo "gpu-check: $(head -n 1 "$out/device.txt" 2>/dev/null), $(elapsed) s"
+  printf '%-26s %-14s %s\n' step result detail
+  printf '%s\n' "${summary[@]}"
+} | tee "$out/summary.txt"
+exit "$failed"

@@ -1,0 +1,905 @@
+// test_cuda_ops.c: every op of the CUDA backend (engine/backend/cuda) against its CPU twin (the
+// portable CPU backend, float32 throughout) on the same inputs, at several shapes: embed, RMSNorm,
+// RoPE, kv_write, gather_rows, add, zero, alloc, upload_batch, linear (F32 and BF16 weights, with
+// and without bias and accumulate, MXFP4), paged attention (block boundaries, sliding-window
+// edges, several sequences mixing prefill chunks and decode tokens, GQA groups of 1 to 16, head
+// dims 16 to 256) and MoE (MXFP4, BF16 and F32 experts, uneven expert loads with idle experts,
+// an expert range, top-k ties, the SwiGLU clamp). Each comparison prints its errors. Without a
+// CUDA device (or in a CUDA=0 build) every GPU test prints "skipped: no CUDA device" and skips.
+//
+// Tolerances (why each is what it is):
+//   exact     embed, gather_rows, kv_write, add, zero, alloc, upload_batch: copies, bit for bit.
+//   fp32      RMSNorm, RoPE, attention, F32 linear: both sides compute in float32 with other
+//             summation orders and libm vs CUDA expf/sinf/cosf (a few ulp): |d| <= 2e-5 + 1e-4
+//             |want| for O(1) values; linear: |d| <= 1e-6 + 2e-5 * sum_c |x_c w_c| per row.
+//   bf16-in   BF16/MXFP4 linear on inputs already bf16 (so the GPU's rounding changes nothing):
+//             the same products as the CPU's, float32 sums: |d| <= 1e-6 + 2e-5 * sum_c |x_c w_c|.
+//   bf16      BF16/MXFP4 linear on float32 inputs: the GPU rounds each x_c to bf16 (relative
+//             error <= 2^-9), so |d| <= 2^-9 sum_c |x_c w_c| is a hard bound; we allow 2^-8.
+//   moe       MXFP4/BF16 experts: the GPU rounds the MoE input and the SwiGLU output to bf16 for
+//             its tensor cores (the CPU twin keeps float32): on the MoE's contribution to the
+//             residual, ||d|| / ||want|| <= 1e-2 and |d| <= 2e-2 (max |want| + |want|).
+//             F32 experts run in float32 on both: ||d|| / ||want|| <= 2e-5 and
+//             |d| <= 2e-5 max |want| + 1e-4 |want|. Routers here are F32 (or BF16 on bf16
+//             inputs), so both sides pick the same experts.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/cuda_backend.h"
+#include "common/check.h"
+#include "model/bf16.h"
+#include "model/rope.h"
+
+typedef struct {
+  Backend *cpu;  // the twin: cpu_backend_create_portable
+  Backend *gpu;
+} Twins;
+
+// Without a device a GPU test prints why and returns. It does not call cmocka's skip(): cmocka
+// 1.1's TAP writer prints a skipped test as "not ok N # SKIP", which scripts/run-tests.sh counts
+// as a failure (and CI has no GPU).
+#define NEED_GPU(state)                             \
+  do {                                              \
+    if (!*(state)) {                                \
+      print_message("# skipped: no CUDA device\n"); \
+      return;                                       \
+    }                                               \
+  } while (0)
+
+// ---------------------------------------------------------------------------------------------
+// Helpers: random numbers, device copies, comparisons.
+
+typedef struct {
+  uint64_t s;
+} Rng;
+
+static uint64_t rng_next(Rng *r) {
+  r->s ^= r->s << 13;
+  r->s ^= r->s >> 7;
+  r->s ^= r->s << 17;
+  return r->s;
+}
+
+// Uniform in [-scale, scale).
+static float rng_float(Rng *r, float scale) {
+  return (float)((double)(rng_next(r) >> 11) * 0x1p-52 - 1.0) * scale;
+}
+
+static float *random_floats(Rng *r, size_t n, float scale) {
+  float *x = xmalloc((n ? n : 1) * sizeof(float));
+  for (size_t i = 0; i < n; i++) x[i] = rng_float(r, scale);
+  return x;
+}
+
+static void round_to_bf16(float *x, size_t n) {
+  for (size_t i = 0; i < n; i++) x[i] = bf16_to_f32(bf16_from_f32(x[i]));
+}
+
+// A device copy of bytes of host memory.
+static void *dev_copy(Backend *gpu, const void *host, size_t bytes) {
+  void *d = gpu->alloc(gpu, bytes);
+  assert_non_null(d);
+  cuda_to_device(gpu, d, host, bytes);
+  return d;
+}
+
+// A host copy of bytes of device memory (free it).
+static void *host_copy(Backend *gpu, const void *dev, size_t bytes) {
+  void *h = xmalloc(bytes ? bytes : 1);
+  gpu->to_host(gpu, h, dev, bytes);
+  return h;
+}
+
+// Prints the errors of got against want and fails at the first element past atol + rtol |want|
+// (atol_rows: per-row absolute tolerances of rows of `cols`, added to atol) or when the relative
+// L2 error exceeds l2 (l2 <= 0: not checked).
+static void expect_close(const char *what, const float *got, const float *want, size_t n,
+                         double atol, double rtol, const double *atol_rows, size_t cols,
+                         double l2) {
+  double max_abs = 0, diff2 = 0, norm2 = 0;
+  size_t worst = 0, bad = n;
+  for (size_t i = 0; i < n; i++) {
+    const double d = fabs((double)got[i] - want[i]);
+    const double tol = atol + rtol * fabs(want[i]) + (atol_rows ? atol_rows[i / cols] : 0);
+    if (!(d <= tol) && bad == n) bad = i;
+    if (!(d <= max_abs)) max_abs = d, worst = i;
+    diff2 += d * d;
+    norm2 += (double)want[i] * want[i];
+  }
+  const double rel_l2 = norm2 > 0 ? sqrt(diff2 / norm2) : sqrt(diff2);
+  print_message("# %-58s max_abs_err %.3g (at %zu) rel_l2_err %.3g\n", what, max_abs, worst,
+                rel_l2);
+  if (bad < n) {
+    print_error("%s[%zu]: got %.9g, want %.9g\n", what, bad, (double)got[bad], (double)want[bad]);
+    fail();
+  }
+  if (l2 > 0 && !(rel_l2 <= l2)) {
+    print_error("%s: relative L2 error %.3g above %.3g\n", what, rel_l2, l2);
+    fail();
+  }
+}
+
+static void expect_equal(const char *what, const void *got, const void *want, size_t bytes) {
+  print_message("# %-58s %s\n", what, memcmp(got, want, bytes) ? "DIFFERS" : "bit-identical");
+  assert_memory_equal(got, want, bytes);
+}
+
+// Device memory dev equals host memory want, bit for bit.
+static void expect_device_equal(Backend *gpu, const char *what, const void *dev, const void *want,
+                                size_t bytes) {
+  void *got = host_copy(gpu, dev, bytes);
+  expect_equal(what, got, want, bytes);
+  free(got);
+}
+
+static int setup(void **state) {
+  *state = NULL;
+  if (cuda_device_count() == 0) return 0;
+  char err[512];
+  Twins *t = xcalloc(1, sizeof *t);
+  t->gpu = cuda_backend_create(0, err, sizeof err);
+  if (!t->gpu) {
+    print_error("cuda_backend_create: %s\n", err);
+    free(t);
+    return -1;
+  }
+  print_message("# device: %s\n", cuda_device_name(t->gpu));
+  t->cpu = cpu_backend_create_portable(2);
+  *state = t;
+  return 0;
+}
+
+static int teardown(void **state) {
+  Twins *t = *state;
+  if (!t) return 0;
+  t->gpu->destroy(t->gpu);
+  t->cpu->destroy(t->cpu);
+  free(t);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Without a device: discovery never crashes and creation says why it fails.
+
+static void test_no_device_is_reported(void **state) {
+  (void)state;
+  if (cuda_device_count() > 0) {
+    print_message("# a CUDA device is present: nothing to check here\n");
+    return;
+  }
+  char err[512] = "";
+  assert_null(cuda_backend_create(0, err, sizeof err));
+  print_message("# cuda_backend_create without a device: %s\n", err);
+  assert_true(strlen(err) > 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory, copies, element-wise ops.
+
+static void test_alloc_is_zeroed_and_batch_uploads(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  const size_t bytes = (3 << 20) + 5;
+  unsigned char *d = t->gpu->alloc(t->gpu, bytes);
+  assert_non_null(d);
+  unsigned char *h = host_copy(t->gpu, d, bytes);
+  unsigned char *zeros = xcalloc(1, bytes);
+  expect_equal("alloc: zeroed", h, zeros, bytes);
+  t->gpu->free(t->gpu, d);
+  free(h), free(zeros);
+
+  const uint32_t ids[5] = {1, 2, 3, 4, 5};
+  const int32_t pos[5] = {0, 1, 2, 7, 0}, qs[4] = {0, 3, 4, 5}, lens[3] = {3, 8, 1};
+  const int64_t slots[5] = {16, 17, 18, 39, -1};
+  const int32_t tables[6] = {1, 0, 9, 2, 3, 0}, logits[2] = {2, 4};
+  const Batch hb = {3, 5, ids, pos, slots, qs, lens, tables, 2, logits, 2};
+  for (int round = 0; round < 2; round++) {  // the second call reuses the buffers
+    const Batch *db = t->gpu->upload_batch(t->gpu, &hb);
+    assert_int_equal(db->num_seqs, 3);
+    assert_int_equal(db->num_tokens, 5);
+    assert_int_equal(db->max_blocks_per_seq, 2);
+    assert_int_equal(db->num_logits, 2);
+    expect_device_equal(t->gpu, "batch: token_ids", db->token_ids, ids, sizeof ids);
+    expect_device_equal(t->gpu, "batch: positions", db->positions, pos, sizeof pos);
+    expect_device_equal(t->gpu, "batch: slot_mapping", db->slot_mapping, slots, sizeof slots);
+    expect_device_equal(t->gpu, "batch: query_start", db->query_start, qs, sizeof qs);
+    expect_device_equal(t->gpu, "batch: seq_lens", db->seq_lens, lens, sizeof lens);
+    expect_device_equal(t->gpu, "batch: block_tables", db->block_tables, tables, sizeof tables);
+    expect_device_equal(t->gpu, "batch: logits_indices", db->logits_indices, logits, sizeof logits);
+  }
+}
+
+static void test_add_zero_gather(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  Rng r = {11};
+  const size_t n = 100003;
+  float *a = random_floats(&r, n, 1.0f), *b = random_floats(&r, n, 1.0f);
+  float *da = dev_copy(t->gpu, a, n * sizeof(float)), *db = dev_copy(t->gpu, b, n * sizeof(float));
+  t->gpu->add(t->gpu, da, db, n);
+  t->cpu->add(t->cpu, a, b, n);
+  float *got = host_copy(t->gpu, da, n * sizeof(float));
+  expect_equal("add [100003]", got, a, n * sizeof(float));
+  free(got);
+
+  const int dim = 2880;
+  const int32_t rows[5] = {7, 0, 7, 33, 12};
+  float *out = xmalloc(5 * dim * sizeof(float));
+  int32_t *drows = dev_copy(t->gpu, rows, sizeof rows);
+  float *dout = t->gpu->alloc(t->gpu, 5 * dim * sizeof(float));
+  t->gpu->gather_rows(t->gpu, db, drows, 5, dim, dout);
+  t->cpu->gather_rows(t->cpu, b, rows, 5, dim, out);
+  got = host_copy(t->gpu, dout, 5 * dim * sizeof(float));
+  expect_equal("gather_rows 5 of [34, 2880]", got, out, 5 * dim * sizeof(float));
+  free(got);
+
+  t->gpu->zero(t->gpu, (char *)da + 12, 4000);
+  memset((char *)a + 12, 0, 4000);
+  got = host_copy(t->gpu, da, n * sizeof(float));
+  expect_equal("zero 4000 bytes at offset 12", got, a, n * sizeof(float));
+  free(got);
+  t->gpu->free(t->gpu, da), t->gpu->free(t->gpu, db), t->gpu->free(t->gpu, drows);
+  t->gpu->free(t->gpu, dout);
+  free(a), free(b), free(out);
+}
+
+// A matrix in format f with random values (MXFP4: random codes, scales 2^-5 .. 2^-1). Its data
+// (and scales) are malloc'ed; free both.
+static WeightMatrix make_matrix(WeightFormat f, int64_t rows, int64_t cols, Rng *r, float scale) {
+  WeightMatrix m = {.format = f, .rows = rows, .cols = cols};
+  const size_t n = (size_t)(rows * cols);
+  if (f == WEIGHT_F32) {
+    m.data = random_floats(r, n, scale);
+  } else if (f == WEIGHT_BF16) {
+    uint16_t *d = xmalloc(n * sizeof(uint16_t));
+    for (size_t i = 0; i < n; i++) d[i] = bf16_from_f32(rng_float(r, scale));
+    m.data = d;
+  } else {
+    uint8_t *blocks = xmalloc(n / 2), *scales = xmalloc(n / 32);
+    for (size_t i = 0; i < n / 2; i++) blocks[i] = (uint8_t)rng_next(r);
+    for (size_t i = 0; i < n / 32; i++) scales[i] = (uint8_t)(122 + rng_next(r) % 5);
+    m.data = blocks;
+    m.scales = scales;
+  }
+  return m;
+}
+
+static void free_matrix(WeightMatrix *m) {
+  free((void *)m->data);
+  free((void *)m->scales);
+}
+
+// The matrix in a one-matrix GptOssWeights (as the unembedding) uploaded to the device.
+static void upload_matrix(Backend *gpu, const WeightMatrix *m, GptOssWeights *dev) {
+  GptOssWeights host = {.unembedding = *m};
+  char err[512];
+  if (!cuda_weights_upload(gpu, &host, dev, err, sizeof err)) {
+    print_error("cuda_weights_upload: %s\n", err);
+    fail();
+  }
+}
+
+static void test_embed(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  const WeightFormat formats[3] = {WEIGHT_F32, WEIGHT_BF16, WEIGHT_MXFP4};
+  Rng r = {21};
+  for (int f = 0; f < 3; f++) {
+    WeightMatrix m = make_matrix(formats[f], 1000, 96, &r, 1.0f);
+    GptOssWeights dev;
+    upload_matrix(t->gpu, &m, &dev);
+    const uint32_t ids[6] = {0, 999, 5, 5, 512, 1};
+    float want[6 * 96];
+    t->cpu->embed(t->cpu, &m, ids, 6, want);
+    uint32_t *dids = dev_copy(t->gpu, ids, sizeof ids);
+    float *dout = t->gpu->alloc(t->gpu, sizeof want);
+    t->gpu->embed(t->gpu, &dev.unembedding, dids, 6, dout);
+    float *got = host_copy(t->gpu, dout, sizeof want);
+    char what[64];
+    snprintf(what, sizeof what, "embed %s [1000, 96], 6 ids", weight_format_name(formats[f]));
+    expect_equal(what, got, want, sizeof want);
+    free(got);
+    t->gpu->free(t->gpu, dids), t->gpu->free(t->gpu, dout);
+    cuda_weights_free(t->gpu, &dev);
+    free_matrix(&m);
+  }
+}
+
+static void test_rmsnorm(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  const int shapes[][2] = {{1, 64}, {7, 2880}, {33, 100}, {3, 4096}};
+  Rng r = {31};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const int rows = shapes[s][0], dim = shapes[s][1];
+    const size_t n = (size_t)rows * dim;
+    float *x = random_floats(&r, n, 3.0f), *scale = random_floats(&r, (size_t)dim, 2.0f);
+    float *want = xmalloc(n * sizeof(float));
+    t->cpu->rmsnorm(t->cpu, x, scale, rows, dim, want);
+    float *dx = dev_copy(t->gpu, x, n * sizeof(float));
+    float *dscale = dev_copy(t->gpu, scale, dim * sizeof(float));
+    t->gpu->rmsnorm(t->gpu, dx, dscale, rows, dim, dx);  // in place, as the forward pass does
+    float *got = host_copy(t->gpu, dx, n * sizeof(float));
+    char what[64];
+    snprintf(what, sizeof what, "rmsnorm [%d, %d] in place", rows, dim);
+    expect_close(what, got, want, n, 2e-5, 1e-4, NULL, 1, 0);
+    free(got), free(x), free(scale), free(want);
+    t->gpu->free(t->gpu, dx), t->gpu->free(t->gpu, dscale);
+  }
+}
+
+static void test_rope(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  GptOssConfig c;
+  assert_true(config_preset("openai/gpt-oss-20b", &c));
+  // q and k heads of a qkv row, as the forward pass rotates them (64-dim heads, YaRN), and a
+  // 16-dim head table (plain RoPE).
+  const int cases[][4] = {{64, 8, 64 * 8 + 2 * 64 * 2, 9}, {64, 2, 64 * 2, 5}, {16, 4, 70, 6}};
+  Rng r = {41};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const int head_dim = cases[k][0], heads = cases[k][1], stride = cases[k][2], rows = cases[k][3];
+    GptOssConfig cc = c;
+    cc.head_dim = head_dim;
+    if (head_dim != 64) cc.rope_scaling_factor = 1.0f;
+    RopeTable rope;
+    rope_table_init(&rope, &cc);
+    const int32_t positions[9] = {0, 1, 17, 127, 128, 4095, 4096, 65536, 131071};
+    const size_t n = (size_t)rows * stride;
+    float *x = random_floats(&r, n, 1.0f), *want = xmalloc(n * sizeof(float));
+    memcpy(want, x, n * sizeof(float));
+    t->cpu->rope(t->cpu, want, rows, stride, heads, head_dim, positions, &rope);
+    float *dx = dev_copy(t->gpu, x, n * sizeof(float));
+    int32_t *dpos = dev_copy(t->gpu, positions, sizeof positions);
+    t->gpu->rope(t->gpu, dx, rows, stride, heads, head_dim, dpos, &rope);
+    float *got = host_copy(t->gpu, dx, n * sizeof(float));
+    char what[80];
+    snprintf(what, sizeof what, "rope %d heads of %d, stride %d, positions up to %d", heads,
+             head_dim, stride, positions[rows - 1]);
+    expect_close(what, got, want, n, 2e-5, 1e-4, NULL, 1, 0);
+    free(got), free(x), free(want);
+    t->gpu->free(t->gpu, dx), t->gpu->free(t->gpu, dpos);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// linear
+
+// Per-row sums sum_c |x[m, c] w[r, c]| maxed over r: the scale of float32 and bf16 rounding.
+// x: [num_rows, cols]; returns [num_rows * rows] (row m, output r)
+static double *linear_magnitudes(Backend *cpu, const WeightMatrix *w, const float *x,
+                                 int num_rows) {
+  const int64_t rows = w->rows, cols = w->cols;
+  float *wf = xmalloc((size_t)(rows * cols) * sizeof(float));
+  // The CPU embeds rows of any format exactly: decode W through it.
+  uint32_t *ids = xmalloc((size_t)rows * sizeof(uint32_t));
+  for (int64_t i = 0; i < rows; i++) ids[i] = (uint32_t)i;
+  cpu->embed(cpu, w, ids, (int)rows, wf);
+  double *mag = xmalloc((size_t)(num_rows * rows) * sizeof(double));
+  for (int m = 0; m < num_rows; m++)
+    for (int64_t i = 0; i < rows; i++) {
+      double s = 0;
+      for (int64_t c = 0; c < cols; c++) s += fabs((double)x[m * cols + c] * wf[i * cols + c]);
+      mag[m * rows + i] = s;
+    }
+  free(wf), free(ids);
+  return mag;
+}
+
+// One linear call on both backends. bf16_inputs: x rounded to bf16 first; tol_mag: tolerance per
+// unit of sum_c |x_c w_c|.
+static void check_linear(Twins *t, WeightFormat f, int num_rows, int64_t rows, int64_t cols,
+                         bool bias, bool accumulate, bool bf16_inputs, double tol_mag,
+                         uint64_t seed) {
+  Rng r = {seed};
+  WeightMatrix w = make_matrix(f, rows, cols, &r, 1.0f);
+  const size_t nx = (size_t)num_rows * cols, ny = (size_t)num_rows * rows;
+  float *x = random_floats(&r, nx, 1.0f), *b = random_floats(&r, (size_t)rows, 1.0f);
+  float *y0 = random_floats(&r, ny, 1.0f), *want = xmalloc(ny * sizeof(float));
+  if (bf16_inputs) round_to_bf16(x, nx);
+  memcpy(want, y0, ny * sizeof(float));
+  t->cpu->linear(t->cpu, &w, bias ? b : NULL, x, num_rows, want, accumulate);
+
+  GptOssWeights dev;
+  upload_matrix(t->gpu, &w, &dev);
+  float *dx = dev_copy(t->gpu, x, nx * sizeof(float));
+  float *db = dev_copy(t->gpu, b, (size_t)rows * sizeof(float));
+  float *dy = dev_copy(t->gpu, y0, ny * sizeof(float));
+  t->gpu->linear(t->gpu, &dev.unembedding, bias ? db : NULL, dx, num_rows, dy, accumulate);
+  float *got = host_copy(t->gpu, dy, ny * sizeof(float));
+
+  double *atol_rows = linear_magnitudes(t->cpu, &w, x, num_rows);
+  for (size_t i = 0; i < ny; i++) atol_rows[i] *= tol_mag;
+  char what[96];
+  snprintf(what, sizeof what, "linear %s%s [%d x %lld] W[%lld]%s%s", weight_format_name(f),
+           bf16_inputs ? " bf16-in" : "", num_rows, (long long)cols, (long long)rows,
+           bias ? " +bias" : "", accumulate ? " +=" : "");
+  expect_close(what, got, want, ny, 1e-6, 0, atol_rows, 1, 0);
+  free(atol_rows), free(got), free(x), free(b), free(y0), free(want);
+  t->gpu->free(t->gpu, dx), t->gpu->free(t->gpu, db), t->gpu->free(t->gpu, dy);
+  cuda_weights_free(t->gpu, &dev);
+  free_matrix(&w);
+}
+
+static const int LINEAR_SHAPES[][3] = {{1, 7, 5},       {3, 17, 33},     {37, 129, 70},
+                                       {2, 130, 64},    {64, 512, 2880}, {1, 2880, 4096},
+                                       {200, 1000, 512}};
+#define NUM_LINEAR_SHAPES (sizeof LINEAR_SHAPES / sizeof LINEAR_SHAPES[0])
+
+static void test_linear_f32(void **state) {
+  NEED_GPU(state);
+  for (size_t i = 0; i < NUM_LINEAR_SHAPES; i++)
+    for (int v = 0; v < 4; v++)
+      check_linear(*state, WEIGHT_F32, LINEAR_SHAPES[i][0], LINEAR_SHAPES[i][1],
+                   LINEAR_SHAPES[i][2], v & 1, v & 2, false, 2e-5, 100 + i * 4 + v);
+}
+
+static void test_linear_bf16_exact_inputs(void **state) {
+  NEED_GPU(state);
+  for (size_t i = 0; i < NUM_LINEAR_SHAPES; i++)
+    for (int v = 0; v < 4; v++)
+      check_linear(*state, WEIGHT_BF16, LINEAR_SHAPES[i][0], LINEAR_SHAPES[i][1],
+                   LINEAR_SHAPES[i][2], v & 1, v & 2, true, 2e-5, 200 + i * 4 + v);
+}
+
+static void test_linear_bf16(void **state) {
+  NEED_GPU(state);
+  for (size_t i = 0; i < NUM_LINEAR_SHAPES; i++)
+    check_linear(*state, WEIGHT_BF16, LINEAR_SHAPES[i][0], LINEAR_SHAPES[i][1], LINEAR_SHAPES[i][2],
+                 true, i % 2, false, 0x1p-8, 300 + i);
+}
+
+static void test_linear_mxfp4(void **state) {
+  NEED_GPU(state);
+  const int shapes[][3] = {{3, 64, 96}, {17, 256, 2880}, {1, 5760, 2880}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    check_linear(*state, WEIGHT_MXFP4, shapes[i][0], shapes[i][1], shapes[i][2], true, false, true,
+                 2e-5, 400 + i);
+    check_linear(*state, WEIGHT_MXFP4, shapes[i][0], shapes[i][1], shapes[i][2], false, true, false,
+                 0x1p-8, 410 + i);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// kv_write and attention: one scenario (sequences with cached and new tokens) on both backends.
+// Every token's K/V goes into the cache through kv_write (with a padding token), then the new
+// tokens attend.
+
+enum { ATT_MAX_SEQS = 40, ATT_LAYERS = 2, ATT_LAYER = 1 };
+
+typedef struct {
+  const char *name;
+  int num_heads, num_kv_heads, head_dim, window, block_size;
+  int num_seqs;
+  int cached[ATT_MAX_SEQS];  // tokens already in the cache before the call
+  int fresh[ATT_MAX_SEQS];   // new tokens of the call
+} AttnCase;
+
+// A KvCache whose per-layer arrays come from be->alloc (zeroed). Free with kv_release.
+static KvCache kv_make(Backend *be, int num_blocks, int block_size, int kv_heads, int head_dim) {
+  KvCache kv = {be,
+                ATT_LAYERS,
+                num_blocks,
+                block_size,
+                kv_heads,
+                head_dim,
+                xcalloc(ATT_LAYERS, sizeof(float *)),
+                xcalloc(ATT_LAYERS, sizeof(float *))};
+  const size_t bytes = (size_t)num_blocks * block_size * kv_heads * head_dim * sizeof(float);
+  for (int l = 0; l < ATT_LAYERS; l++) {
+    kv.k[l] = be->alloc(be, bytes);
+    kv.v[l] = be->alloc(be, bytes);
+    assert_true(kv.k[l] && kv.v[l]);
+  }
+  return kv;
+}
+
+static void kv_release(Backend *be, KvCache *kv) {
+  for (int l = 0; l < kv->num_layers; l++) be->free(be, kv->k[l]), be->free(be, kv->v[l]);
+  free(kv->k), free(kv->v);
+}
+
+static void check_attention(Twins *t, const AttnCase *ac, uint64_t seed) {
+  Rng r = {seed};
+  const int S = ac->num_seqs, bs = ac->block_size, hd = ac->head_dim;
+  const int kv_dim = ac->num_kv_heads * hd, q_dim = ac->num_heads * hd;
+  // Blocks: each sequence's in a shuffled pool with a few spare.
+  int max_blocks = 1, num_blocks = 3, all_tokens = 0, num_new = 0;
+  for (int s = 0; s < S; s++) {
+    const int nb = (ac->cached[s] + ac->fresh[s] + bs - 1) / bs;
+    max_blocks = nb > max_blocks ? nb : max_blocks;
+    num_blocks += nb;
+    all_tokens += ac->cached[s] + ac->fresh[s];
+    num_new += ac->fresh[s];
+  }
+  int32_t *pool = xmalloc((size_t)num_blocks * sizeof(int32_t));
+  for (int i = 0; i < num_blocks; i++) pool[i] = i;
+  for (int i = num_blocks - 1; i > 0; i--) {
+    const int j = (int)(rng_next(&r) % (uint64_t)(i + 1));
+    const int32_t tmp = pool[i];
+    pool[i] = pool[j], pool[j] = tmp;
+  }
+  int32_t *tables = xcalloc((size_t)S * max_blocks, sizeof(int32_t));
+  for (int s = 0, next = 0; s < S; s++)
+    for (int b = 0; b < (ac->cached[s] + ac->fresh[s] + bs - 1) / bs; b++)
+      tables[s * max_blocks + b] = pool[next++];
+
+  // Every token's K and V (stride kv_dim + 3) and slot, plus one padding token (slot -1).
+  const int stride = kv_dim + 3, fill_n = all_tokens + 1;
+  float *k = random_floats(&r, (size_t)fill_n * stride, 2.0f);
+  float *v = random_floats(&r, (size_t)fill_n * stride, 1.0f);
+  int64_t *fill_slots = xmalloc((size_t)fill_n * sizeof(int64_t));
+  // The call's batch: the new tokens.
+  uint32_t *ids = xcalloc((size_t)num_new, sizeof(uint32_t));
+  int32_t *pos = xmalloc((size_t)num_new * sizeof(int32_t)),
+          *lens = xmalloc((size_t)S * sizeof(int32_t));
+  int32_t *qs = xmalloc((size_t)(S + 1) * sizeof(int32_t));
+  int64_t *slots = xmalloc((size_t)num_new * sizeof(int64_t));
+  qs[0] = 0;
+  for (int s = 0, f = 0, n = 0; s < S; s++) {
+    lens[s] = ac->cached[s] + ac->fresh[s];
+    for (int j = 0; j < lens[s]; j++) {
+      const int64_t slot = (int64_t)tables[s * max_blocks + j / bs] * bs + j % bs;
+      fill_slots[f++] = slot;
+      if (j >= ac->cached[s]) pos[n] = j, slots[n] = slot, n++;
+    }
+    qs[s + 1] = n;
+    if (s == S / 2) fill_slots[f++] = -1;  // the padding token, mid-call
+  }
+  const Batch hb = {S, num_new, ids, pos, slots, qs, lens, tables, max_blocks, NULL, 0};
+  const int q_stride = q_dim + 2 * kv_dim;
+  float *q = random_floats(&r, (size_t)num_new * q_stride, 2.0f);
+  float *sinks = random_floats(&r, (size_t)ac->num_heads, 2.0f);
+  const float scale = 1.0f / sqrtf((float)hd);
+
+  // CPU twin.
+  KvCache hkv = kv_make(t->cpu, num_blocks, bs, ac->num_kv_heads, hd);
+  t->cpu->kv_write(t->cpu, &hkv, ATT_LAYER, k, v, stride, fill_slots, fill_n);
+  float *want = xmalloc((size_t)num_new * q_dim * sizeof(float));
+  AttentionArgs a = {q,
+                     q_stride,
+                     &hkv,
+                     ATT_LAYER,
+                     sinks,
+                     t->cpu->upload_batch(t->cpu, &hb),
+                     ac->num_heads,
+                     ac->num_kv_heads,
+                     hd,
+                     ac->window,
+                     scale,
+                     want};
+  t->cpu->attention(t->cpu, &a);
+
+  // GPU.
+  KvCache dkv = kv_make(t->gpu, num_blocks, bs, ac->num_kv_heads, hd);
+  float *dk = dev_copy(t->gpu, k, (size_t)fill_n * stride * sizeof(float));
+  float *dv = dev_copy(t->gpu, v, (size_t)fill_n * stride * sizeof(float));
+  int64_t *dslots = dev_copy(t->gpu, fill_slots, (size_t)fill_n * sizeof(int64_t));
+  t->gpu->kv_write(t->gpu, &dkv, ATT_LAYER, dk, dv, stride, dslots, fill_n);
+  const size_t cache_bytes = (size_t)num_blocks * bs * kv_dim * sizeof(float);
+  float *got_k = host_copy(t->gpu, dkv.k[ATT_LAYER], cache_bytes);
+  float *got_v = host_copy(t->gpu, dkv.v[ATT_LAYER], cache_bytes);
+  char what[120];
+  snprintf(what, sizeof what, "kv_write %s: K", ac->name);
+  expect_equal(what, got_k, hkv.k[ATT_LAYER], cache_bytes);
+  snprintf(what, sizeof what, "kv_write %s: V", ac->name);
+  expect_equal(what, got_v, hkv.v[ATT_LAYER], cache_bytes);
+  float *dq = dev_copy(t->gpu, q, (size_t)num_new * q_stride * sizeof(float));
+  float *dsinks = dev_copy(t->gpu, sinks, (size_t)ac->num_heads * sizeof(float));
+  float *dout = t->gpu->alloc(t->gpu, (size_t)num_new * q_dim * sizeof(float));
+  AttentionArgs da = {dq,
+                      q_stride,
+                      &dkv,
+                      ATT_LAYER,
+                      dsinks,
+                      t->gpu->upload_batch(t->gpu, &hb),
+                      ac->num_heads,
+                      ac->num_kv_heads,
+                      hd,
+                      ac->window,
+                      scale,
+                      dout};
+  t->gpu->attention(t->gpu, &da);
+  float *got = host_copy(t->gpu, dout, (size_t)num_new * q_dim * sizeof(float));
+  snprintf(what, sizeof what, "attention %s", ac->name);
+  expect_close(what, got, want, (size_t)num_new * q_dim, 2e-5, 1e-4, NULL, 1, 0);
+
+  free(got), free(got_k), free(got_v), free(want);
+  t->gpu->free(t->gpu, dk), t->gpu->free(t->gpu, dv), t->gpu->free(t->gpu, dslots);
+  t->gpu->free(t->gpu, dq), t->gpu->free(t->gpu, dsinks), t->gpu->free(t->gpu, dout);
+  kv_release(t->gpu, &dkv);
+  kv_release(t->cpu, &hkv);
+  free(pool), free(tables), free(k), free(v), free(fill_slots), free(ids), free(pos), free(lens);
+  free(qs), free(slots), free(q), free(sinks);
+}
+
+static void test_attention_prefill(void **state) {
+  NEED_GPU(state);
+  // One prefill across block boundaries (16-token blocks), full and windowed.
+  const AttnCase cases[] = {
+      {"prefill 37, 8/2 heads of 64, full", 8, 2, 64, 0, 16, 1, {0}, {37}},
+      {"prefill 40, 8/2 heads of 16, window 8", 8, 2, 16, 8, 16, 1, {0}, {40}},
+      {"prefill 33, 4/4 heads of 32, window 1", 4, 4, 32, 1, 16, 1, {0}, {33}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    check_attention(*state, &cases[i], 500 + i);
+}
+
+static void test_attention_mixed_batch(void **state) {
+  NEED_GPU(state);
+  // GPT-OSS's shape (64 query heads, 8 KV heads of 64): a prefill chunk after a cached prefix,
+  // decode tokens (one at a block boundary and one at the window's edge), a fresh prefill.
+  AttnCase c = {"mixed 4 seqs, 64/8 heads of 64, window 128",
+                64,
+                8,
+                64,
+                128,
+                16,
+                4,
+                {20, 100, 0, 127},
+                {17, 1, 5, 1}};
+  check_attention(*state, &c, 600);
+  c.name = "mixed 4 seqs, 64/8 heads of 64, full";
+  c.window = 0;
+  check_attention(*state, &c, 601);
+  // Window edges crossed by a prefill chunk: positions 120 .. 139 with a window of 128.
+  AttnCase e = {"chunk 120..139 after a prefix, 16/2 heads of 64, window 128",
+                16,
+                2,
+                64,
+                128,
+                16,
+                2,
+                {120, 3},
+                {20, 9}};
+  check_attention(*state, &e, 602);
+}
+
+static void test_attention_groups_and_dims(void **state) {
+  NEED_GPU(state);
+  const AttnCase cases[] = {
+      {"group 16 (two head chunks), heads of 128, blocks of 4",
+       16,
+       1,
+       128,
+       0,
+       4,
+       2,
+       {9, 30},
+       {7, 1}},
+      {"group 1, heads of 256, window 5", 4, 4, 256, 5, 16, 2, {0, 11}, {13, 2}},
+      {"group 4, heads of 16, blocks of 1", 8, 2, 16, 0, 1, 3, {3, 0, 8}, {1, 6, 2}},
+      {"group 8, heads of 64, window 1000 beyond the keys", 16, 2, 64, 1000, 16, 1, {50}, {10}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    check_attention(*state, &cases[i], 700 + i);
+}
+
+static void test_attention_many_decodes(void **state) {
+  NEED_GPU(state);
+  AttnCase c = {"33 decodes, 64/8 heads of 64, window 128", 64, 8, 64, 128, 16, 33, {0}, {0}};
+  for (int s = 0; s < c.num_seqs; s++) c.cached[s] = (s * 37) % 300, c.fresh[s] = 1;
+  check_attention(*state, &c, 800);
+  c.name = "33 decodes, 64/8 heads of 64, full";
+  c.window = 0;
+  check_attention(*state, &c, 801);
+}
+
+// ---------------------------------------------------------------------------------------------
+// MoE: one layer of random experts on both backends; the MoE's contribution to the residual is
+// compared.
+
+typedef struct {
+  GptOssConfig c;
+  GptOssWeights host;  // one layer: the router and the experts
+  LayerWeights layer;
+  WeightMatrix *mlp1, *mlp2;  // [num_experts]
+  GptOssWeights dev;
+} Moe;
+
+// router: F32 or BF16; experts: f. Router bias biased by router_bias[e] (NULL: random).
+static void moe_init(Twins *t, Moe *m, int hidden, int inter, int experts, int k,
+                     WeightFormat router, WeightFormat f, const float *router_bias, uint64_t seed) {
+  memset(m, 0, sizeof *m);
+  Rng r = {seed};
+  GptOssConfig *c = &m->c;
+  assert_true(config_preset("gpt-oss-tiny", c));
+  c->num_layers = 1, c->hidden_size = hidden, c->intermediate_size = inter;
+  c->num_experts = experts, c->experts_per_token = k;
+  LayerWeights *L = &m->layer;
+  L->gate = make_matrix(router, experts, hidden, &r, 1.0f);
+  float *gb = random_floats(&r, (size_t)experts, 0.5f);
+  for (int e = 0; router_bias && e < experts; e++) gb[e] = router_bias[e];
+  L->gate_bias = gb;
+  m->mlp1 = xcalloc((size_t)experts, sizeof(WeightMatrix));
+  m->mlp2 = xcalloc((size_t)experts, sizeof(WeightMatrix));
+  const float w_scale = f == WEIGHT_MXFP4 ? 1.0f : 0.25f;
+  for (int e = 0; e < experts; e++) {
+    m->mlp1[e] = make_matrix(f, 2 * inter, hidden, &r, w_scale);
+    m->mlp2[e] = make_matrix(f, hidden, inter, &r, w_scale);
+  }
+  L->mlp1 = m->mlp1, L->mlp2 = m->mlp2;
+  L->mlp1_bias = random_floats(&r, (size_t)experts * 2 * inter, 0.5f);
+  L->mlp2_bias = random_floats(&r, (size_t)experts * hidden, 0.5f);
+  m->host = (GptOssWeights){.config = *c, .layers = &m->layer};
+  char err[512];
+  if (!cuda_weights_upload(t->gpu, &m->host, &m->dev, err, sizeof err)) {
+    print_error("cuda_weights_upload: %s\n", err);
+    fail();
+  }
+}
+
+static void moe_free(Twins *t, Moe *m) {
+  cuda_weights_free(t->gpu, &m->dev);
+  free_matrix(&m->layer.gate);
+  for (int e = 0; e < m->c.num_experts; e++) free_matrix(&m->mlp1[e]), free_matrix(&m->mlp2[e]);
+  free(m->mlp1), free(m->mlp2);
+  free((void *)m->layer.gate_bias), free((void *)m->layer.mlp1_bias);
+  free((void *)m->layer.mlp2_bias);
+}
+
+// The layer seen by a rank holding experts [begin, end): its first expert is begin.
+static LayerWeights moe_range(const LayerWeights *L, const GptOssConfig *c, int begin) {
+  LayerWeights r = *L;
+  r.mlp1 += begin, r.mlp2 += begin;
+  r.mlp1_bias += (size_t)begin * 2 * c->intermediate_size;
+  r.mlp2_bias += (size_t)begin * c->hidden_size;
+  return r;
+}
+
+// Runs num_tokens tokens (x scaled by x_scale; rounded to bf16 when bf16_x) through experts
+// [begin, end) on both backends and compares: the tolerances of the header's "moe" (bf16 tensor
+// cores: MXFP4 and BF16 experts) or "fp32" (F32 experts).
+static void check_moe(Twins *t, const Moe *m, const char *name, int num_tokens, float x_scale,
+                      bool bf16_x, int begin, int end, uint64_t seed) {
+  const bool fp32 = m->mlp1[0].format == WEIGHT_F32;
+  Rng r = {seed};
+  const int hidden = m->c.hidden_size;
+  const size_t n = (size_t)num_tokens * hidden;
+  float *x = random_floats(&r, n, x_scale), *res0 = random_floats(&r, n, 1.0f);
+  if (bf16_x) round_to_bf16(x, n);
+  float *want = xmalloc(n * sizeof(float));
+  memcpy(want, res0, n * sizeof(float));
+  const LayerWeights hl = moe_range(&m->layer, &m->c, begin);
+  MoeArgs a = {&m->c, &hl, x, num_tokens, begin, end, want};
+  t->cpu->moe(t->cpu, &a);
+
+  const LayerWeights dl = moe_range(&m->dev.layers[0], &m->c, begin);
+  float *dx = dev_copy(t->gpu, x, n * sizeof(float)),
+        *dres = dev_copy(t->gpu, res0, n * sizeof(float));
+  MoeArgs da = {&m->c, &dl, dx, num_tokens, begin, end, dres};
+  t->gpu->moe(t->gpu, &da);
+  float *got = host_copy(t->gpu, dres, n * sizeof(float));
+  double max_want = 0;
+  for (size_t i = 0; i < n; i++) {
+    got[i] -= res0[i];
+    want[i] -= res0[i];
+    max_want = fmax(max_want, fabs(want[i]));
+  }
+  char what[128];
+  snprintf(what, sizeof what, "moe %s, %d tokens, experts [%d, %d)", name, num_tokens, begin, end);
+  if (fp32)
+    expect_close(what, got, want, n, 2e-5 * max_want, 1e-4, NULL, 1, 2e-5);
+  else
+    expect_close(what, got, want, n, 2e-2 * max_want, 2e-2, NULL, 1, 1e-2);
+  free(x), free(res0), free(want), free(got);
+  t->gpu->free(t->gpu, dx), t->gpu->free(t->gpu, dres);
+}
+
+static void test_moe_mxfp4(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  Moe m;
+  // hidden 128, intermediate 96: mlp2's 96 columns end in half a 64-column tile.
+  moe_init(t, &m, 128, 96, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 900);
+  const int tokens[] = {1, 2, 5, 37, 300};
+  for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++)
+    check_moe(t, &m, "mxfp4 128/96 8x top-4", tokens[i], 1.0f, false, 0, 8, 910 + i);
+  check_moe(t, &m, "mxfp4 128/96 8x top-4, large x (clamps)", 64, 8.0f, false, 0, 8, 920);
+  moe_free(t, &m);
+}
+
+static void test_moe_formats(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  const WeightFormat formats[2] = {WEIGHT_BF16, WEIGHT_F32};
+  for (int f = 0; f < 2; f++) {
+    Moe m;
+    moe_init(t, &m, 96, 64, 6, 2, WEIGHT_BF16, formats[f], NULL, 1000 + f);
+    char name[64];
+    snprintf(name, sizeof name, "%s experts, bf16 router on bf16 x",
+             weight_format_name(formats[f]));
+    check_moe(t, &m, name, 45, 1.0f, true, 0, 6, 1010 + f);
+    moe_free(t, &m);
+    moe_init(t, &m, 128, 96, 8, 4, WEIGHT_F32, formats[f], NULL, 1020 + f);
+    snprintf(name, sizeof name, "%s experts, f32 router", weight_format_name(formats[f]));
+    check_moe(t, &m, name, 70, 1.0f, false, 1, 7, 1030 + f);
+    moe_free(t, &m);
+  }
+}
+
+// Uneven loads: the router bias sends every token to experts 0, 1 and 2 (several 32-row tiles
+// each), its fourth pick to one of 3, 4 and 5, and none to experts 6 and 7.
+static void test_moe_uneven_and_range(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  const float bias[8] = {3.0f, 2.9f, 2.8f, 0.5f, 0.4f, 0.3f, -40.0f, -40.0f};
+  Moe m;
+  moe_init(t, &m, 64, 64, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, bias, 1100);
+  check_moe(t, &m, "uneven (idle experts 6, 7)", 150, 0.1f, false, 0, 8, 1110);
+  check_moe(t, &m, "uneven, expert range", 150, 0.1f, false, 2, 5, 1111);
+  check_moe(t, &m, "uneven, range of idle experts only", 20, 0.1f, false, 6, 8, 1112);
+  moe_free(t, &m);
+  Moe w;
+  moe_init(t, &w, 128, 96, 16, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1120);
+  check_moe(t, &w, "16 experts, range [5, 13)", 77, 1.0f, false, 5, 13, 1121);
+  check_moe(t, &w, "16 experts, range [15, 16)", 77, 1.0f, false, 15, 16, 1122);
+  moe_free(t, &w);
+}
+
+// Ties in the router (all logits equal: experts 0 .. k-1 win) and GPT-OSS's own widths.
+static void test_moe_ties_and_gpt_oss_shape(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  const float zero_bias[8] = {0};
+  Moe m;
+  moe_init(t, &m, 64, 32, 8, 3, WEIGHT_F32, WEIGHT_MXFP4, zero_bias, 1200);
+  memset((void *)m.layer.gate.data, 0, 8 * 64 * sizeof(float));  // every logit 0
+  cuda_weights_free(t->gpu, &m.dev);
+  char err[512];
+  assert_true(cuda_weights_upload(t->gpu, &m.host, &m.dev, err, sizeof err));
+  check_moe(t, &m, "all logits tied: experts 0, 1, 2", 9, 1.0f, false, 0, 8, 1210);
+  moe_free(t, &m);
+  Moe g;
+  moe_init(t, &g, 2880, 2880, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1220);
+  check_moe(t, &g, "gpt-oss widths 2880/2880, 8x top-4", 1, 1.0f, false, 0, 8, 1221);
+  check_moe(t, &g, "gpt-oss widths 2880/2880, 8x top-4", 40, 1.0f, false, 0, 8, 1222);
+  moe_free(t, &g);
+}
+
+static void test_weights_refuse_q8(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  static const uint8_t bytes[64];
+  GptOssWeights host = {.unembedding = {WEIGHT_Q8, 16, 4, bytes, bytes}};
+  GptOssWeights dev;
+  char err[512] = "";
+  assert_false(cuda_weights_upload(t->gpu, &host, &dev, err, sizeof err));
+  print_message("# Q8 refused: %s\n", err);
+  assert_non_null(strstr(err, "Q8"));
+  assert_non_null(strstr(err, "unembedding"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_no_device_is_reported),
+      cmocka_unit_test(test_alloc_is_zeroed_and_batch_uploads),
+      cmocka_unit_test(test_add_zero_gather),
+      cmocka_unit_test(test_embed),
+      cmocka_unit_test(test_rmsnorm),
+      cmocka_unit_test(test_rope),
+      cmocka_unit_test(test_linear_f32),
+      cmocka_unit_test(test_linear_bf16_exact_inputs),
+      cmocka_unit_test(test_linear_bf16),
+      cmocka_unit_test(test_linear_mxfp4),
+      cmocka_unit_test(test_attention_prefill),
+      cmocka_unit_test(test_attention_mixed_batch),
+      cmocka_unit_test(test_attention_groups_and_dims),
+      cmocka_unit_test(test_attention_many_decodes),
+      cmocka_unit_test(test_moe_mxfp4),
+      cmocka_unit_test(test_moe_formats),
+      cmocka_unit_test(test_moe_uneven_and_range),
+      cmocka_unit_test(test_moe_ties_and_gpt_oss_shape),
+      cmocka_unit_test(test_weights_refuse_q8),
+  };
+  return cmocka_run_group_tests_name("cuda backend vs its CPU twin", tests, setup, teardown);
+}
