@@ -217,7 +217,8 @@ $(BUILD)/obj/%.o: %.cu | deps
 
 # ---------------------------------------------------------------------------------------------
 # Valgrind (scripts/memcheck.sh): the engine's generate, bench against mock-server and a small
-# sweep, each under memcheck; fails on any memory error or definite leak. About 3 minutes.
+# sweep and the engine's server, each under memcheck; fails on any memory error or definite
+# leak. 5-8 minutes.
 #   make memcheck   (installs valgrind first if it is missing: scripts/deps.sh memcheck)
 .PHONY: memcheck
 memcheck: all

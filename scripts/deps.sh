@@ -2,6 +2,9 @@
 # Installs the Debian packages that the build, the tests and the demo need, and only the missing ones.
 # Idempotent: checks each package with dpkg -s first; runs apt-get update once, then one install.
 # Without root it prints the one apt command to run instead and fails.
+#   scripts/deps.sh        what make, make test and make demo need
+#   scripts/deps.sh fuzz   that, plus clang and its fuzzer runtime (make fuzz only)
+#   scripts/deps.sh memcheck  that, plus valgrind (make memcheck only)
 set -euo pipefail
 
 packages=(
@@ -15,9 +18,14 @@ packages=(
   libopenblas-dev        # CPU matrix products
   libcmocka-dev          # unit tests
   gnuplot-nox            # plots
-  libclang-rt-14-dev     # sanitizer and fuzzer runtimes (make test SANITIZE=1, fuzzers)
-  clang                  # compiler for the fuzz targets
 )
+if [ "${1:-}" = fuzz ]; then
+  packages+=(
+    clang                # compiler for the fuzz targets (tests/fuzz)
+    libclang-rt-14-dev   # libFuzzer and clang's sanitizer runtimes
+  )
+fi
+[ "${1:-}" = memcheck ] && packages+=(valgrind)  # make memcheck (scripts/memcheck.sh)
 
 missing=()
 for pkg in "${packages[@]}"; do

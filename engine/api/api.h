@@ -20,6 +20,11 @@ typedef struct {
   size_t max_body_bytes;          // larger request bodies get 413 (default 8 MiB)
   int max_model_len;              // prompt + output tokens at most; a missing max_tokens means
                                   // max_model_len - prompt tokens
+  int receive_timeout_s;          // a request (line, headers, body) must arrive within this
+                                  // plus 1 s per 500 body bytes; also the keep-alive timeout
+                                  // (default 10; 0: none)
+  unsigned idle_timeout_s;        // a connection that moves no byte this long is closed
+                                  // (default 60; 0: never)
 } ApiOptions;
 
 // The engine as the API uses it: engine.h's thread-safe functions on one engine object.
@@ -36,7 +41,8 @@ ApiEngine api_engine_of(Engine *e);
 
 typedef struct ApiServer ApiServer;
 
-// host 127.0.0.1, port 8000, no model name, no key, 8 MiB bodies, max_model_len 0 (must be set).
+// host 127.0.0.1, port 8000, no model name, no key, 8 MiB bodies, max_model_len 0 (must be set),
+// receive timeout 10 s, idle timeout 60 s.
 void api_options_default(ApiOptions *o);
 
 // Starts serving: the HTTP thread and the dispatcher thread, which becomes the only caller of

@@ -1,5 +1,6 @@
 // api_metrics.c: the Prometheus exposition: gauges (running, waiting, KV usage), counters
-// (prompt and generation tokens, preemptions) and the engine step-time histogram.
+// (prompt and generation tokens, preemptions, connections cut, client hang-ups) and the engine
+// step-time histogram.
 #include "api/api_metrics.h"
 
 #include <stddef.h>
@@ -24,7 +25,8 @@ static void sample(Buf *out, const Buf *label, const char *name, const char *typ
              label->data, value);
 }
 
-void api_metrics_text(const EngineStats *st, const char *model, Buf *out) {
+void api_metrics_text(const EngineStats *st, const ApiHttpStats *http, const char *model,
+                      Buf *out) {
   Buf label = {0};
   buf_append_str(&label, "model_name=\"");
   label_value(&label, model);
@@ -43,6 +45,12 @@ void api_metrics_text(const EngineStats *st, const char *model, Buf *out) {
          "Number of generation tokens processed.", (double)st->num_generation_tokens);
   sample(out, &label, "vllm:num_preemptions_total", "counter",
          "Cumulative number of preemptions from the engine.", (double)st->num_preemptions);
+  sample(out, &label, "gptoss:http_connections_cut_total", "counter",
+         "Connections closed because a request did not arrive in time or they stayed idle.",
+         (double)http->num_connections_cut);
+  sample(out, &label, "gptoss:http_client_hangups_total", "counter",
+         "Clients that closed their connection while their answer was pending (aborted).",
+         (double)http->num_hangups);
   const char *h = "gptoss:engine_step_seconds";
   buf_printf(out, "# HELP %s Wall time of one engine step.\n# TYPE %s histogram\n", h, h);
   // EngineStats' buckets are bins: bucket 0 counts steps under 100 us, bucket i in [1, 14]

@@ -7,7 +7,13 @@
 #include "common/buf.h"
 #include "core/engine.h"
 
-// Appends the exposition text for st to out.
-void api_metrics_text(const EngineStats *st, const char *model, Buf *out);
+// What the HTTP front end itself counts.
+typedef struct {
+  uint64_t num_connections_cut;  // cut by the guard: a request too slow to arrive, or idle
+  uint64_t num_hangups;          // clients that left while their answer was pending
+} ApiHttpStats;
+
+// Appends the exposition text for st and http to out.
+void api_metrics_text(const EngineStats *st, const ApiHttpStats *http, const char *model, Buf *out);
 
 #endif

@@ -161,10 +161,37 @@ static bool parse_object(ApiRequest *r, const cJSON *req, const ApiRequestContex
   return true;
 }
 
+// body[0..len) as one JSON value with nothing but whitespace after it; NULL otherwise.
+static cJSON *parse_json(const char *body, size_t len) {
+  const char *end = NULL;
+  cJSON *v = cJSON_ParseWithLengthOpts(body ? body : "", len, &end, false);
+  for (const char *p = end; v && p < body + len; p++)
+    if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') {
+      cJSON_Delete(v);
+      return NULL;
+    }
+  return v;
+}
+
+// cJSON ends its strings at a NUL, so a NUL in one (the raw byte, or "\u0000") would cut a prompt
+// or a model name short without a word; such bodies are refused instead.
+static bool has_nul(const char *body, size_t len) {
+  if (len && memchr(body, 0, len)) return true;
+  for (const char *p = body; len && (p = memmem(p, (size_t)(body + len - p), "\\u0000", 6));
+       p += 6) {
+    size_t backslashes = 0;  // before this one: an even number leaves it an escape
+    while (p - backslashes > body && p[-1 - (long)backslashes] == '\\') backslashes++;
+    if (backslashes % 2 == 0) return true;
+  }
+  return false;
+}
+
 bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, const char *body,
                        size_t len, ApiError *err) {
   *r = (ApiRequest){.chat = chat};
-  cJSON *req = cJSON_ParseWithLength(body ? body : "", len);
+  if (has_nul(body, len))
+    return api_error(err, 400, NULL, "the request holds a NUL character, which is not supported");
+  cJSON *req = parse_json(body, len);
   bool ok = cJSON_IsObject(req)
                 ? parse_object(r, req, c, err)
                 : api_error(err, 400, NULL, "the request body is not a JSON object%s",

@@ -1,7 +1,9 @@
 // api_server.c: the server's lifecycle and routing on libmicrohttpd: one internal epoll thread
 // serves every connection; streams wait suspended (api_dispatch.c resumes them), so thousands of
 // streams need no thread each. Owns the routes, the API key check (constant time), the body
-// size limit and per-call state. Must not block an HTTP thread or exit on client input.
+// size limit and per-call state; large bodies are prepared on the prep worker (api_prep.h) and
+// late or idle connections cut by the guard (api_guard.h). Must not block an HTTP thread or exit
+// on client input.
 #include "api/api.h"
 
 #include <microhttpd.h>
@@ -15,7 +17,9 @@
 #include <unistd.h>
 
 #include "api/api_dispatch.h"
+#include "api/api_guard.h"
 #include "api/api_metrics.h"
+#include "api/api_prep.h"
 #include "api/api_request.h"
 #include "common/check.h"
 #include "common/clock.h"
@@ -26,12 +30,15 @@ enum {
   READ_BLOCK = 16 * 1024,
   ABORT_GRACE_MS = 3000,    // at stop: for aborted requests' last bytes to go out
   RELEASE_GRACE_MS = 1000,  // then for connections ended by force
+  RECEIVE_MIN_RATE = 500,   // body bytes a second that earn 1 s more (Apache's mod_reqtimeout)
 };
 
 struct ApiServer {
   ApiOptions o;  // strings owned
   const Tokenizer *t;
   ApiHub hub;
+  ApiPrep prep;
+  ApiGuard guard;
   struct MHD_Daemon *daemon;
   uint16_t port;
   unsigned char key_digest[32];  // sha256("Bearer <api key>")
@@ -43,15 +50,23 @@ struct ApiServer {
 
 // One completions or chat request on its connection.
 typedef struct {
+  ApiPrepJob job;  // the prep worker's view of the call (job.conn: the connection)
   ApiServer *server;
   bool chat;
   ApiError error;  // status != 0: answer this once the body is in
   Buf body;
+  bool prepared;      // parsed and submitted (or refused: then error says why)
+  bool streamed;      // the submitted request is answered as a stream
+  bool watched;       // the guard watches for the client's hang-up
   ApiStream *stream;  // once submitted
 } ApiCall;
 
 void api_options_default(ApiOptions *o) {
-  *o = (ApiOptions){.host = "127.0.0.1", .port = 8000, .max_body_bytes = DEFAULT_MAX_BODY};
+  *o = (ApiOptions){.host = "127.0.0.1",
+                    .port = 8000,
+                    .max_body_bytes = DEFAULT_MAX_BODY,
+                    .receive_timeout_s = 10,
+                    .idle_timeout_s = 60};
 }
 
 // ---- answers --------------------------------------------------------------------------------
@@ -78,8 +93,10 @@ static enum MHD_Result reply_models(ApiServer *s, struct MHD_Connection *conn) {
 static enum MHD_Result reply_metrics(ApiServer *s, struct MHD_Connection *conn) {
   EngineStats st;
   s->hub.engine.stats(s->hub.engine.engine, &st);
+  ApiHttpStats http = {.num_connections_cut = api_guard_num_cut(&s->guard),
+                       .num_hangups = api_guard_num_hangups(&s->guard)};
   Buf text = {0};
-  api_metrics_text(&st, s->o.served_model_name, &text);
+  api_metrics_text(&st, &http, s->o.served_model_name, &text);
   enum MHD_Result ret =
       http_reply(conn, 200, "text/plain; version=0.0.4; charset=utf-8", text.data, text.len);
   buf_free(&text);
@@ -114,18 +131,19 @@ static enum MHD_Result reply_when_finished(ApiCall *c, struct MHD_Connection *co
   return http_reply(conn, st->status, "application/json", st->bytes.data, st->bytes.len);
 }
 
-// The body is in: parse, submit, and answer (a stream at once; a whole answer when finished).
-static enum MHD_Result submit(ApiServer *s, ApiCall *c, struct MHD_Connection *conn) {
+// The body is in: parse and submit (on the HTTP thread or the prep worker). Sets c->stream, or
+// c->error.
+static void prepare(ApiServer *s, ApiCall *c) {
+  c->prepared = true;
   uint64_t n = atomic_fetch_add(&s->num_calls, 1);
   ApiRequestContext ctx = {.model = s->o.served_model_name,
                            .t = s->t,
                            .max_model_len = s->o.max_model_len,
                            .default_seed = s->seed_base ^ (n * 0x9e3779b97f4a7c15ull)};
   ApiRequest r;
-  ApiError e;
-  bool ok = api_request_parse(&r, &ctx, c->chat, c->body.data, c->body.len, &e);
+  bool ok = api_request_parse(&r, &ctx, c->chat, c->body.data, c->body.len, &c->error);
   buf_free(&c->body);
-  if (!ok) return reply_error(conn, &e);
+  if (!ok) return;
   ApiOutputInfo info = {.chat = r.chat,
                         .stream = r.stream,
                         .include_usage = r.include_usage,
@@ -133,10 +151,34 @@ static enum MHD_Result submit(ApiServer *s, ApiCall *c, struct MHD_Connection *c
                         .created = (int64_t)time(NULL),
                         .model = s->o.served_model_name,
                         .t = s->t};
-  c->stream = api_hub_submit(&s->hub, &r.params, info, conn, &e);
+  c->streamed = info.stream;
+  c->stream = api_hub_submit(&s->hub, &r.params, info, c->job.conn, &c->error);
   api_request_free(&r);
-  if (!c->stream) return reply_error(conn, &e);
-  return info.stream ? reply_stream(c, conn) : reply_when_finished(c, conn);
+}
+
+static void prepare_job(ApiPrepJob *job, bool cancelled) {
+  ApiCall *c = (ApiCall *)job;
+  if (!cancelled) {
+    prepare(c->server, c);
+    return;
+  }
+  c->prepared = true;
+  api_error(&c->error, 503, NULL, "the server is stopping");
+}
+
+// The watchdog saw the client leave while its answer was pending: abort the request (its events
+// then end the answer, whose bytes go nowhere, and libmicrohttpd closes the connection).
+static void on_hangup(void *arg) {
+  ApiCall *c = arg;
+  c->server->hub.engine.abort(c->server->hub.engine.engine, c->stream->id);
+}
+
+// The answer to a prepared call: a stream at once, a whole answer when finished.
+static enum MHD_Result answer(ApiCall *c, struct MHD_Connection *conn) {
+  if (!c->stream) return reply_error(conn, &c->error);
+  if (!c->watched) api_guard_watch_hangup(&c->server->guard, conn, on_hangup, c);
+  c->watched = true;
+  return c->streamed ? reply_stream(c, conn) : reply_when_finished(c, conn);
 }
 
 // ---- requests -------------------------------------------------------------------------------
@@ -157,7 +199,7 @@ static bool authorized(const ApiServer *s, struct MHD_Connection *conn) {
 static ApiCall *begin_call(ApiServer *s, struct MHD_Connection *conn, const char *url,
                            const char *method, bool chat) {
   ApiCall *c = xcalloc(1, sizeof *c);
-  *c = (ApiCall){.server = s, .chat = chat};
+  *c = (ApiCall){.job = {.conn = conn, .run = prepare_job}, .server = s, .chat = chat};
   atomic_fetch_add(&s->num_live, 1);
   const char *length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
   if (strcmp(method, "POST") != 0)
@@ -171,6 +213,7 @@ static ApiCall *begin_call(ApiServer *s, struct MHD_Connection *conn, const char
 }
 
 static void take_upload(ApiServer *s, ApiCall *c, const char *data, size_t n) {
+  api_guard_body(&s->guard, c->job.conn, n);
   if (c->error.status) return;  // discarded
   if (c->body.len + n > s->o.max_body_bytes) {
     api_error(&c->error, 413, NULL, "the request body is larger than %zu bytes",
@@ -186,6 +229,7 @@ static enum MHD_Result get_route(ApiServer *s, struct MHD_Connection *conn, cons
   bool health = strcmp(url, "/health") == 0, models = strcmp(url, "/v1/models") == 0,
        metrics = strcmp(url, "/metrics") == 0;
   ApiError e;
+  api_guard_request_in(&s->guard, conn);
   if (!health && !models && !metrics) {
     api_error(&e, 404, NULL, "no route %.100s", url);
     return reply_error(conn, &e);
@@ -220,15 +264,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     *upload_size = 0;
     return MHD_YES;
   }
-  if (c->stream) return reply_when_finished(c, conn);  // resumed: the answer may be ready
+  if (c->prepared) return answer(c, conn);  // resumed: prepared, or the answer may be ready
+  api_guard_request_in(&s->guard, conn);
   if (c->error.status) return reply_error(conn, &c->error);
-  return submit(s, c, conn);
+  if (c->body.len > API_PREP_INLINE_MAX) {
+    if (api_prep_submit(&s->prep, &c->job)) return MHD_YES;  // resumed once prepared
+    api_error(&c->error, 503, NULL, "the server is stopping");
+    return reply_error(conn, &c->error);
+  }
+  prepare(s, c);
+  return answer(c, conn);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode why) {
-  (void)conn, (void)why;
+  (void)why;
   ApiServer *s = cls;
+  api_guard_answered(&s->guard, conn);
   ApiCall *c = *con_cls;
   if (!c) return;
   if (c->stream) api_hub_close(&s->hub, c->stream);  // aborts the request if it is unfinished
@@ -270,18 +322,27 @@ ApiServer *api_start(const ApiOptions *o, const ApiEngine *engine, const Tokeniz
     CHECK(EVP_Digest(bearer.data, bearer.len, s->key_digest, &len, EVP_sha256(), NULL) == 1);
     buf_free(&bearer);
   }
-  if (!api_hub_start(&s->hub, engine)) {
-    snprintf(err, err_size, "api: cannot start the dispatcher thread");
+  bool guard = api_guard_start(&s->guard, o->receive_timeout_s, RECEIVE_MIN_RATE);
+  bool prep = api_prep_start(&s->prep);
+  if (!api_hub_start(&s->hub, engine) || !guard || !prep) {
+    snprintf(err, err_size, "api: cannot start the dispatcher, guard or prep thread");
     api_stop(s);
     return NULL;
   }
+  // The guard hears of every connection; a connection that moves no byte for idle_timeout_s (a
+  // client not reading its answer) is closed.
+  const struct MHD_OptionItem guard_options[] = {
+      {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)api_guard_notify, &s->guard},
+      {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)o->idle_timeout_s, NULL},
+      {MHD_OPTION_END, 0, NULL}};
   HttpListenOptions listen = {.who = "api",
                               .host = s->o.host,
                               .port = o->port,
                               .num_threads = 1,
                               .on_request = on_request,
                               .on_completed = on_completed,
-                              .cls = s};
+                              .cls = s,
+                              .extra_options = guard_options};
   s->daemon = http_listen(&listen, &s->port, err, err_size);
   if (!s->daemon) {
     api_stop(s);
@@ -303,11 +364,13 @@ void api_stop(ApiServer *s) {
     if (listen_fd != MHD_INVALID_SOCKET) close(listen_fd);
   }
   api_hub_abort_all(&s->hub);
+  api_prep_stop(&s->prep);  // queued bodies get 503; their connections are resumed
   wait_for_calls(s, ABORT_GRACE_MS);
   api_hub_release_all(&s->hub);  // MHD must not be stopped with suspended connections
   wait_for_calls(s, RELEASE_GRACE_MS);
   api_hub_stop(&s->hub);
   if (s->daemon) MHD_stop_daemon(s->daemon);
+  api_guard_stop(&s->guard);  // after MHD: it has told the guard of every close
   api_hub_free(&s->hub);
   free((char *)s->o.host);
   free((char *)s->o.served_model_name);

@@ -64,6 +64,7 @@ static const OptionSpec OPTIONS[] = {
     INT("ready-check-timeout-sec", ready_check_timeout_sec, 0, 1e7),
     DBL("request-timeout-sec", request_timeout_sec, 1e-3, 1e7),
     INT("num-client-threads", num_client_threads, 1, 64),
+    FLAG("busy-poll", busy_poll),
     FLAG("save-result", save_result),
     FLAG("save-detailed", save_detailed),
     FLAG("append-result", append_result),
@@ -87,7 +88,7 @@ const char BENCH_OPTIONS_USAGE[] =
     "sampling: --ignore-eos --temperature (0.0) --top-p --top-k --min-p --request-id-prefix\n"
     "metrics:  --percentile-metrics (ttft,tpot,itl) --metric-percentiles (99)\n"
     "          --goodput ttft:MS tpot:MS e2el:MS --num-warmups (0) --ready-check-timeout-sec (600)\n"
-    "          --request-timeout-sec (21600) --num-client-threads (1)\n"
+    "          --request-timeout-sec (21600) --num-client-threads (1) --busy-poll\n"
     "results:  --save-result --save-detailed --append-result --result-dir DIR\n"
     "          --result-filename NAME --metadata KEY=VALUE ... --disable-tqdm\n";
 

@@ -50,6 +50,7 @@ typedef struct {
   int ready_check_timeout_sec;     // 600 (0: skip the check, as vLLM >= 0.11 does)
   double request_timeout_sec;      // ours: per request, 6 hours like aiohttp's default in vLLM
   int num_client_threads;          // ours: 1
+  bool busy_poll;                  // ours: the client spins instead of sleeping (ClientOptions)
   // output
   bool save_result;
   bool save_detailed;

@@ -3,14 +3,11 @@
 // and prints vLLM's lines around them. Returns errors; never exits (the sweep calls it in-process).
 #include "bench/bench_run.h"
 
-#include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +20,8 @@
 #include "common/buf.h"
 #include "common/check.h"
 #include "common/clock.h"
+#include "common/file.h"
+#include "common/progress_bar.h"
 
 #define READY_RETRY_NS (5 * INT64_C(1000000000))  // vLLM retries the test request every 5 s
 
@@ -71,6 +70,7 @@ static ClientOptions client_options(const BenchOptions *o, const char *url) {
       .max_concurrency = (uint32_t)o->max_concurrency,
       .timeout_ns = (int64_t)(o->request_timeout_sec * 1e9),
       .num_threads = (uint32_t)o->num_client_threads,
+      .busy_poll = o->busy_poll,
   };
   CHECK(client_endpoint_from_name(o->endpoint_type, &c.endpoint));  // validated by the parser
   return c;
@@ -109,23 +109,6 @@ static bool load_dataset(const BenchOptions *o, const Tokenizer *tok, FILE *out,
 
 // ---------------------------------------------------------------------------------------------
 // the run
-
-typedef struct {
-  atomic_size_t num_finished;
-  atomic_bool done;
-  size_t num_total;
-} Progress;
-
-// A one-line counter on stderr (vLLM shows a tqdm bar there), when stderr is a terminal.
-static void *progress_main(void *arg) {
-  Progress *p = arg;
-  while (!atomic_load(&p->done)) {
-    fprintf(stderr, "\r%zu/%zu requests", atomic_load(&p->num_finished), p->num_total);
-    usleep(200000);
-  }
-  fprintf(stderr, "\r%zu/%zu requests\n", atomic_load(&p->num_finished), p->num_total);
-  return NULL;
-}
 
 static bool ready_check(const BenchOptions *o, const ClientOptions *c, const Dataset *d, FILE *out,
                         char *err, size_t err_size) {
@@ -208,8 +191,9 @@ static void print_traffic(const BenchOptions *o, FILE *out) {
 
 // Runs the timed benchmark; *duration_ns gets its duration (vLLM: from just before the first
 // arrival delay to when the last request finished).
-static bool timed_run(const BenchOptions *o, ClientOptions *c, const Dataset *d,
-                      RequestResult *results, int64_t *duration_ns, char *err, size_t err_size) {
+static bool timed_run(const BenchOptions *o, const BenchRunIo *io, ClientOptions *c,
+                      const Dataset *d, RequestResult *results, int64_t *duration_ns, char *err,
+                      size_t err_size) {
   size_t n = d->num_requests;
   ArrivalParams ap = {.request_rate = o->request_rate, .burstiness = o->burstiness, .seed = o->seed};
   int64_t *due = xmalloc(n * sizeof *due);
@@ -219,19 +203,20 @@ static bool timed_run(const BenchOptions *o, ClientOptions *c, const Dataset *d,
     return fail(err, err_size, e);
   }
 
-  Progress progress = {.num_total = n};
-  pthread_t progress_thread;
-  bool show_progress = !o->disable_tqdm && isatty(STDERR_FILENO);
-  c->num_finished = &progress.num_finished;
-  if (show_progress) CHECK(pthread_create(&progress_thread, NULL, progress_main, &progress) == 0);
+  // vLLM shows a tqdm bar on stderr; the sweep wants one in its logs too (plain lines).
+  atomic_size_t num_finished = 0;
+  ProgressBar bar;
+  bool tty = isatty(STDERR_FILENO);
+  bool show_progress = !o->disable_tqdm && (tty || io->progress_label);
+  c->num_finished = &num_finished;
+  if (show_progress) progress_bar_start(&bar, stderr, tty, io->progress_label, n, &num_finished);
 
   int64_t start_ns = clock_now_ns();
   for (size_t i = 0; i < n; i++) due[i] += start_ns;
   bool ok = client_run(c, d->requests, due, n, results, NULL, e, sizeof e);
   *duration_ns = clock_now_ns() - start_ns;
 
-  atomic_store(&progress.done, true);
-  if (show_progress) pthread_join(progress_thread, NULL);
+  if (show_progress) progress_bar_finish(&bar);
   c->num_finished = NULL;
   free(due);
   return ok || fail(err, err_size, e);
@@ -239,26 +224,6 @@ static bool timed_run(const BenchOptions *o, ClientOptions *c, const Dataset *d,
 
 // ---------------------------------------------------------------------------------------------
 // results
-
-static bool make_dirs(const char *dir, char *err, size_t err_size) {
-  Buf path = {0};
-  bool ok = true;
-  buf_append_str(&path, dir);
-  for (size_t i = 1; i <= path.len; i++) {
-    if (path.data[i] != '/' && path.data[i] != '\0') continue;
-    char saved = path.data[i];
-    path.data[i] = '\0';
-    if (mkdir(path.data, 0755) != 0 && errno != EEXIST) {
-      snprintf(err, err_size, "bench: --result-dir: cannot create %s: %s", path.data,
-               strerror(errno));
-      ok = false;
-      break;
-    }
-    path.data[i] = saved;
-  }
-  buf_free(&path);
-  return ok;
-}
 
 static bool save_result(const BenchOptions *o, const BenchRunIo *io, const ReportContext *ctx,
                         const BenchMetrics *m, const RequestResult *results, size_t n, char *err,
@@ -270,7 +235,8 @@ static bool save_result(const BenchOptions *o, const BenchRunIo *io, const Repor
   if (io->result_path) buf_append_str(&path, io->result_path);
   else {
     if (o->result_dir) {
-      if (!make_dirs(o->result_dir, err, err_size)) {
+      if (!file_make_dirs(o->result_dir, e, sizeof e)) {
+        snprintf(err, err_size, "bench: --result-dir: %s", e);
         buf_free(&path);
         return false;
       }
@@ -294,6 +260,7 @@ bool bench_run(const BenchOptions *opts, const BenchRunIo *io, char *err, size_t
   buf_printf(&url, "%s%s", base.data, o.endpoint);
   buf_printf(&models_url, "%s/v1/models", base.data);
   ClientOptions c = client_options(&o, url.data);
+  c.cancel = io->cancel;
   char *discovered_model = NULL;
   Dataset d = {0};
   RequestResult *results = NULL;
@@ -318,7 +285,11 @@ bool bench_run(const BenchOptions *opts, const BenchRunIo *io, char *err, size_t
 
   results = xcalloc(d.num_requests, sizeof *results);
   int64_t duration_ns;
-  if (!timed_run(&o, &c, &d, results, &duration_ns, err, err_size)) goto done;
+  if (!timed_run(&o, io, &c, &d, results, &duration_ns, err, err_size)) goto done;
+  if (io->cancel && *io->cancel) {  // not a measurement: neither reported nor saved
+    fail(err, err_size, "cancelled");
+    goto done;
+  }
   resolve_output_tokens(io->tok, results, d.num_requests);
   BenchMetrics m;
   metrics_compute(&m, results, d.num_requests, duration_ns, &mo);

@@ -16,6 +16,11 @@ typedef struct {
   FILE *out;                // the report and vLLM's progress lines (stdout for the CLI)
   const Tokenizer *tok;     // o200k_harmony, owned by the caller (loaded once per process)
   const char *result_path;  // non-NULL: write the result JSON here, whatever the options say
+  const volatile int *cancel;  // if not NULL and set (a signal handler): the run stops early, no
+                               // request is sent after it, and bench_run fails ("cancelled")
+  const char *progress_label;  // non-NULL (the sweep): the requests' progress bar on stderr with
+                               // this label, as plain lines when stderr is not a terminal
+                               // (NULL: a bar on a terminal only, as vLLM's tqdm)
 } BenchRunIo;
 
 // Runs the benchmark that o describes. o->model may be NULL (the first id of GET /v1/models).

@@ -21,6 +21,7 @@
 #include "common/clock.h"
 
 enum { ERROR_BODY_MAX = 1024, MAX_EVENTS = 256 };
+#define CANCEL_POLL_NS (100 * INT64_C(1000000))
 
 struct Transfer {
   CURL *easy;
@@ -237,6 +238,18 @@ static void admit_due(ClientLoop *l) {
   }
 }
 
+static bool cancelled(const ClientLoop *l) { return l->o->cancel && *l->o->cancel; }
+
+// The caller cancelled the run: each of the loop's requests not sent yet fails now.
+static void drop_unsent(ClientLoop *l) {
+  for (; l->next < l->num_requests; l->next += l->stride) {
+    RequestResult *r = &l->results[l->next];
+    r->generated_text = xstrdup("");
+    client_result_fail(r, FAILURE_CONNECTION, "cancelled before it was sent");
+    l->num_pending--;  // not counted in num_finished: it never ran
+  }
+}
+
 static void socket_action(ClientLoop *l, curl_socket_t fd, int flags) {
   int running;
   curl_multi_socket_action(l->multi, fd, flags, &running);
@@ -257,7 +270,10 @@ static bool arm_timer(ClientLoop *l, int64_t at_ns) {
 
 static void wait_events(ClientLoop *l) {
   struct epoll_event evs[MAX_EVENTS];
-  int n = epoll_wait(l->epoll_fd, evs, MAX_EVENTS, -1);
+  int n;
+  do  // busy polling: the armed timer ends the spin at the next deadline
+    n = epoll_wait(l->epoll_fd, evs, MAX_EVENTS, l->o->busy_poll ? 0 : -1);
+  while (n == 0);
   if (n < 0 && errno != EINTR)
     snprintf(l->error, sizeof l->error, "epoll_wait: %s", strerror(errno));
   for (int i = 0; i < n; i++) {
@@ -279,6 +295,7 @@ static void wait_events(ClientLoop *l) {
 void client_loop_run(ClientLoop *l) {
   while (!l->error[0]) {
     collect_finished(l);
+    if (cancelled(l)) drop_unsent(l);
     if (l->num_pending == 0) break;
     admit_due(l);
     int64_t now = clock_now_ns();
@@ -289,6 +306,7 @@ void client_loop_run(ClientLoop *l) {
     }
     int64_t wake = l->curl_deadline_ns;
     if (slot_free(l) && l->intended_ns[l->next] < wake) wake = l->intended_ns[l->next];
+    if (l->o->cancel && wake > now + CANCEL_POLL_NS) wake = now + CANCEL_POLL_NS;
     if (arm_timer(l, wake)) wait_events(l);
   }
 }

@@ -26,9 +26,11 @@ bool client_ready_check(const ClientOptions *o, const BenchRequest *req, int64_t
     char err[256];
     if (!client_run(&one, req, &now, 1, out, NULL, err, sizeof err)) return false;  // out says why
     if (out->success) return true;
-    left = deadline_ns - clock_now_ns();
-    if (left <= 0) break;
-    clock_sleep_until_ns(clock_now_ns() + (retry_interval_ns < left ? retry_interval_ns : left));
+    int64_t retry_at = clock_now_ns() + retry_interval_ns;
+    if (retry_at > deadline_ns) retry_at = deadline_ns;
+    for (int64_t t = clock_now_ns(); t < retry_at && !(o->cancel && *o->cancel); t = clock_now_ns())
+      clock_sleep_until_ns(t + 100000000 < retry_at ? t + 100000000 : retry_at);
+    if (o->cancel && *o->cancel) return false;  // out holds the last attempt
   }
   if (!out->generated_text) {  // no attempt was made
     out->prompt_len = req->prompt_len;

@@ -42,7 +42,15 @@ typedef struct {
   uint32_t num_threads;         // event-loop threads; 0 or 1: only the calling thread. With T > 1,
                                 // request i belongs to thread i % T and each thread gets a share of
                                 // max_concurrency (which must then be 0 or >= T)
+  bool busy_poll;               // spin on epoll with a zero timeout instead of sleeping in it:
+                                // the loop's core stays busy, and an event is seen within
+                                // microseconds rather than after the OS wakes the thread (up to
+                                // several ms on a shared VM). For timing runs with a core to spare
   atomic_size_t *num_finished;  // if not NULL, incremented as each request finishes (progress)
+  const volatile int *cancel;   // if not NULL and set (by a signal handler): no request is sent
+                                // any more, the unsent fail at once ("cancelled"), those in
+                                // flight run to their end (the caller stops the server); seen
+                                // within 100 ms
 } ClientOptions;
 
 typedef struct {

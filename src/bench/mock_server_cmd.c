@@ -1,6 +1,7 @@
 // mock_server_cmd.c: `gptoss-bench mock-server`: flags -> MockOptions, start, print the URL,
 // serve until SIGINT/SIGTERM, print the counters. Dies on bad flags (a tool); the serving is
-// mock_server.c's.
+// mock_server.c's. Also the process-level fault the library must never cause: --crash-after /
+// --crash-after-sec end the process abruptly, as a crashing engine would (for the sweep's tests).
 #include "bench/mock_server_cmd.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include "common/fd_limit.h"
 #include "bench/mock_server.h"
 #include "common/check.h"
+#include "common/clock.h"
 
 static const char USAGE[] =
     "usage: gptoss-bench mock-server [options]\n"
@@ -34,7 +36,17 @@ static const char USAGE[] =
     "  --error-status N       HTTP status of those answers (default 500)\n"
     "  --cut-after N          close every stream after N tokens, without ending it\n"
     "  --seed N               which requests get errors (default 0)\n"
-    "  --threads N            HTTP worker threads (default: number of CPUs)\n";
+    "  --threads N            HTTP worker threads (default: number of CPUs)\n"
+    "  --crash-after N        exit abruptly (status 1, an error line on stderr, open streams\n"
+    "                         cut) once N completion requests have arrived\n"
+    "  --crash-after-sec X    the same X seconds after start\n";
+
+enum { CRASH_POLL_NS = 10 * 1000 * 1000 };
+
+typedef struct {
+  long long after_requests;  // < 0: never
+  int64_t after_ns;          // < 0: never
+} CrashOptions;
 
 static double parse_double(const char *flag, const char *text) {
   char *end;
@@ -59,7 +71,8 @@ static int64_t parse_ms(const char *flag, const char *text) {
   return (int64_t)(ms * 1e6 + 0.5);
 }
 
-static MockOptions parse_options(int argc, char **argv) {
+static MockOptions parse_options(int argc, char **argv, CrashOptions *crash) {
+  *crash = (CrashOptions){.after_requests = -1, .after_ns = -1};
   MockOptions o;
   mock_options_default(&o);
   o.port = 8000;
@@ -74,6 +87,7 @@ static MockOptions parse_options(int argc, char **argv) {
       {"error-rate", required_argument, 0, 'e'},  {"error-status", required_argument, 0, 's'},
       {"cut-after", required_argument, 0, 'c'},   {"seed", required_argument, 0, 'S'},
       {"threads", required_argument, 0, 'T'},     {"help", no_argument, 0, 'h'},
+      {"crash-after", required_argument, 0, 'x'}, {"crash-after-sec", required_argument, 0, 'X'},
       {0, 0, 0, 0}};
   // clang-format on
   opterr = 0;
@@ -94,6 +108,8 @@ static MockOptions parse_options(int argc, char **argv) {
       case 'c': o.cut_after = parse_int(flag, optarg, 0, INT64_MAX); break;
       case 'S': o.seed = (uint64_t)parse_int(flag, optarg, 0, INT64_MAX); break;
       case 'T': o.num_threads = (uint32_t)parse_int(flag, optarg, 1, 1024); break;
+      case 'x': crash->after_requests = parse_int(flag, optarg, 0, INT64_MAX); break;
+      case 'X': crash->after_ns = parse_ms(flag, optarg) * 1000; break;
       case 'h': fputs(USAGE, stdout); exit(0);
       case ':': die("mock-server: %s needs a value\n%s", argv[optind - 1], USAGE);
       default: die("mock-server: unknown option '%s'\n%s", argv[optind - 1], USAGE);
@@ -105,8 +121,34 @@ static MockOptions parse_options(int argc, char **argv) {
   return o;
 }
 
+// Waits for SIGINT or SIGTERM; with a crash set, polls for it meanwhile and never returns once
+// it is due: _exit, no cleanup, so streams in flight end mid-way as with a crashed engine.
+static int wait_for_stop(const sigset_t *stop_signals, const MockServer *s, const CrashOptions *c) {
+  if (c->after_requests < 0 && c->after_ns < 0) {
+    int sig;
+    sigwait(stop_signals, &sig);
+    return sig;
+  }
+  int64_t start = clock_now_ns();
+  for (;;) {
+    struct timespec poll = {0, CRASH_POLL_NS};
+    int sig = sigtimedwait(stop_signals, NULL, &poll);
+    if (sig > 0) return sig;
+    MockStats st;
+    mock_server_stats(s, &st);
+    bool by_count = c->after_requests >= 0 && st.num_requests >= (uint64_t)c->after_requests;
+    if (by_count || (c->after_ns >= 0 && clock_now_ns() - start >= c->after_ns)) {
+      fprintf(stderr, "mock-server: error: crashing on purpose after %llu requests (%s)\n",
+              (unsigned long long)st.num_requests,
+              by_count ? "--crash-after" : "--crash-after-sec");
+      _exit(1);
+    }
+  }
+}
+
 int mock_server_cmd_main(int argc, char **argv) {
-  MockOptions o = parse_options(argc, argv);
+  CrashOptions crash;
+  MockOptions o = parse_options(argc, argv, &crash);
   // Signals are taken by sigwait below: block them before any thread starts.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -121,8 +163,7 @@ int mock_server_cmd_main(int argc, char **argv) {
   printf("mock-server listening on http://%s%s%s:%u\n", ipv6 ? "[" : "", o.host, ipv6 ? "]" : "",
          mock_server_port(s));
   fflush(stdout);
-  int sig;
-  sigwait(&stop_signals, &sig);
+  wait_for_stop(&stop_signals, s, &crash);
   MockStats st;
   mock_server_stats(s, &st);
   mock_server_stop(s);

@@ -1,4 +1,5 @@
-// file.c: whole-file reads, atomic whole-file writes and locating the running executable.
+// file.c: whole-file reads, atomic whole-file writes, `mkdir -p` and locating the running
+// executable.
 #include "common/file.h"
 
 #include <errno.h>
@@ -34,6 +35,27 @@ bool file_exe_dir(char *out, size_t out_size) {
   if (!slash) return false;
   *slash = '\0';
   return true;
+}
+
+bool file_make_dirs(const char *dir, char *err, size_t err_size) {
+  Buf path = {0};
+  bool ok = true;
+  buf_append_str(&path, dir);
+  for (size_t i = 1; ok && i <= path.len; i++) {
+    if (path.data[i] != '/' && path.data[i] != '\0') continue;
+    char saved = path.data[i];
+    path.data[i] = '\0';
+    struct stat st;
+    if (mkdir(path.data, 0755) != 0 && !(errno == EEXIST && stat(path.data, &st) == 0 &&
+                                         S_ISDIR(st.st_mode))) {
+      snprintf(err, err_size, "cannot create %s: %s", path.data,
+               strerror(errno == EEXIST ? ENOTDIR : errno));
+      ok = false;
+    }
+    path.data[i] = saved;
+  }
+  buf_free(&path);
+  return ok;
 }
 
 static bool write_all(int fd, const char *data, size_t len) {

@@ -1,4 +1,5 @@
-// file.h: whole-file reads, atomic whole-file writes and the path of the running executable.
+// file.h: whole-file reads, atomic whole-file writes, folder creation and the path of the
+// running executable.
 // Errors are returned as messages that name the file and the system's reason, never printed.
 #ifndef GB_COMMON_FILE_H
 #define GB_COMMON_FILE_H
@@ -17,6 +18,10 @@ bool file_read_all(const char *path, Buf *out, char *err, size_t err_size);
 // system's reason; no temporary file is left behind.
 bool file_write_atomic(const char *path, const void *data, size_t len, char *err,
                        size_t err_size);
+
+// Creates dir and its missing parents (mode 0755, as `mkdir -p`). False with err naming the
+// folder that could not be made and the system's reason.
+bool file_make_dirs(const char *dir, char *err, size_t err_size);
 
 // Directory of the running executable (from /proc/self/exe), e.g. ".../build/bin".
 // Returns false when it cannot be found.

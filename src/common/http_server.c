@@ -22,11 +22,13 @@ struct MHD_Daemon *http_listen(const HttpListenOptions *o, uint16_t *bound_port,
   }
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                    (addr->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-  struct MHD_Daemon *d =
-      MHD_start_daemon(flags, o->port, NULL, NULL, o->on_request, o->cls, MHD_OPTION_SOCK_ADDR,
-                       addr->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, o->on_completed, o->cls,
-                       MHD_OPTION_THREAD_POOL_SIZE, o->num_threads > 1 ? o->num_threads : 0u,
-                       MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS, MHD_OPTION_END);
+  static const struct MHD_OptionItem no_options[] = {{MHD_OPTION_END, 0, NULL}};
+  struct MHD_Daemon *d = MHD_start_daemon(
+      flags, o->port, NULL, NULL, o->on_request, o->cls, MHD_OPTION_SOCK_ADDR, addr->ai_addr,
+      MHD_OPTION_NOTIFY_COMPLETED, o->on_completed, o->cls, MHD_OPTION_THREAD_POOL_SIZE,
+      o->num_threads > 1 ? o->num_threads : 0u, MHD_OPTION_CONNECTION_LIMIT,
+      (unsigned)MAX_CONNECTIONS, MHD_OPTION_ARRAY,
+      o->extra_options ? o->extra_options : no_options, MHD_OPTION_END);
   freeaddrinfo(addr);
   if (!d) {
     snprintf(err, err_size, "%s: cannot listen on %s:%u (port in use?)", o->who, o->host, o->port);

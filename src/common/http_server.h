@@ -18,6 +18,9 @@ typedef struct {
   MHD_AccessHandlerCallback on_request;
   MHD_RequestCompletedCallback on_completed;
   void *cls;  // passed to both callbacks
+  // More libmicrohttpd options (connection notifications, timeouts), ending with MHD_OPTION_END;
+  // NULL: none.
+  const struct MHD_OptionItem *extra_options;
 } HttpListenOptions;
 
 // Starts the daemon and sets *bound_port to the port it listens on. NULL with a message when the

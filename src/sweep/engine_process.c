@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -84,9 +85,14 @@ bool eproc_start(EngineProcess *p, char *const *argv, char *const *env, size_t n
   }
   char **envp = child_environment(env, num_env);
   fflush(NULL);
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid == 0) {  // the child: only async-signal-safe calls until exec
     setpgid(0, 0);
+    // If the harness dies without stopping it (SIGKILL, a crash), the engine gets SIGTERM; the
+    // check after it covers a parent that died before the call.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     int null_fd = open("/dev/null", O_RDONLY);
@@ -137,13 +143,16 @@ static bool http_ok(CURL *curl, int port, const char *path) {
          curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK && code == 200;
 }
 
-static void describe_exit(const EngineProcess *p, char *out, size_t out_size) {
-  char line[512];
-  eproc_last_error_line(p->log_path, line, sizeof line);
+void eproc_describe_exit(const EngineProcess *p, char *out, size_t out_size) {
   int s = p->exit_status;
-  char how[64];
-  if (WIFSIGNALED(s)) snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(s));
-  else snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(s));
+  if (WIFSIGNALED(s)) snprintf(out, out_size, "killed by signal %d", WTERMSIG(s));
+  else snprintf(out, out_size, "exited with status %d", WEXITSTATUS(s));
+}
+
+static void describe_exit(const EngineProcess *p, char *out, size_t out_size) {
+  char line[512], how[64];
+  eproc_last_error_line(p->log_path, line, sizeof line);
+  eproc_describe_exit(p, how, sizeof how);
   if (line[0]) snprintf(out, out_size, "%s", line);
   else snprintf(out, out_size, "the engine %s before it was ready", how);
 }

@@ -1,8 +1,9 @@
 // engine_process.h: one engine server as a child process: started in its own process group with
 // stdout and stderr in its log file and extra environment variables (argv and environment only,
-// never a shell); the wait for /health (or /v1/models); the last error line of its log; the stop
-// (SIGTERM to the group, a grace period, SIGKILL, then a wait until the port is free). Knows
-// nothing of sweep files, workloads or results.
+// never a shell; the kernel sends it SIGTERM if the harness dies first); the wait for /health
+// (or /v1/models); the last error line of its log; the stop (SIGTERM to the group, a grace
+// period, SIGKILL, then a wait until the port is free). Knows nothing of sweep files, workloads
+// or results.
 #ifndef GB_SWEEP_ENGINE_PROCESS_H
 #define GB_SWEEP_ENGINE_PROCESS_H
 
@@ -34,6 +35,9 @@ bool eproc_wait_ready(EngineProcess *p, int timeout_sec, volatile const int *can
 
 // True while the process (group leader) runs; reaps it once it exited.
 bool eproc_alive(EngineProcess *p);
+
+// How a process that exited ended: "exited with status N" or "killed by signal N".
+void eproc_describe_exit(const EngineProcess *p, char *out, size_t out_size);
 
 // The log's last line that mentions an error, else its last non-empty line ("" when empty).
 void eproc_last_error_line(const char *log_path, char *out, size_t out_size);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/file.h"
@@ -36,18 +37,45 @@ static void engine_label(Buf *out, const RunData *run, size_t e) {
   buf_free(&label);
 }
 
-// One row per engine that has results, one column per workload: the median of key / scale.
+// A chart shows a pair when its engine did not fail and it has a throughput: gnuplot refuses a
+// column or index block without one valid point (an interrupted run, a failed engine).
+static bool has_point(const RunData *run, size_t e, size_t w) {
+  return !run_data_engine_failed(&run->engines[e]) &&
+         run_data_stat(run_data_pair(run, e, w), "total_token_throughput").num_values > 0;
+}
+
+static bool engine_charted(const RunData *run, size_t e) {
+  for (size_t w = 0; w < run->num_workloads; w++)
+    if (has_point(run, e, w)) return true;
+  return false;
+}
+
+static bool workload_charted(const RunData *run, size_t w) {
+  for (size_t e = 0; e < run->num_engines; e++)
+    if (has_point(run, e, w)) return true;
+  return false;
+}
+
+static size_t num_charted_workloads(const RunData *run) {
+  size_t n = 0;
+  for (size_t w = 0; w < run->num_workloads; w++) n += workload_charted(run, w);
+  return n;
+}
+
+// One row per engine with a point, one column per workload with one: the median of key / scale.
 static void write_matrix(Buf *out, const RunData *run, const char *key, bool per_gpu) {
   buf_append_str(out, "engine");
   for (size_t w = 0; w < run->num_workloads; w++) {
+    if (!workload_charted(run, w)) continue;
     buf_append_byte(out, ' ');
     quoted(out, run->workloads[w].label);
   }
   buf_append_byte(out, '\n');
   for (size_t e = 0; e < run->num_engines; e++) {
-    if (run_data_engine_failed(&run->engines[e])) continue;
+    if (!engine_charted(run, e)) continue;
     engine_label(out, run, e);
     for (size_t w = 0; w < run->num_workloads; w++) {
+      if (!workload_charted(run, w)) continue;
       RunStat s = run_data_stat(run_data_pair(run, e, w), key);
       double scale = per_gpu ? run->engines[e].gpus : 1;
       if (s.num_values > 0) buf_printf(out, " %.2f", s.median / scale);
@@ -60,6 +88,7 @@ static void write_matrix(Buf *out, const RunData *run, const char *key, bool per
 // Per workload (a gnuplot index block): per-GPU total tok/s, mean TPOT ms, engine label.
 static void write_tradeoff(Buf *out, const RunData *run) {
   for (size_t w = 0; w < run->num_workloads; w++) {
+    if (!workload_charted(run, w)) continue;
     buf_append_str(out, "# ");
     buf_append_str(out, run->workloads[w].id);
     buf_append_str(out, ": per-GPU total tok/s, mean TPOT ms, engine\n");
@@ -75,12 +104,15 @@ static void write_tradeoff(Buf *out, const RunData *run) {
   }
 }
 
-// The script draws once per terminal: PNG, then SVG.
+// The script draws once per terminal: PNG, then SVG. Output names start with the variable
+// `out` (run_gnuplot sets a temporary prefix, then renames: no chart is ever seen half
+// written; by hand it is empty).
 static void script_outputs(Buf *gp, const char *chart, const char *size, const char *body) {
+  buf_append_str(gp, "if (!exists(\"out\")) out = ''\n");
   buf_printf(gp, "set terminal pngcairo size %s enhanced font 'sans,11'\n", size);
-  buf_printf(gp, "set output '%s.png'\n%s", chart, body);
+  buf_printf(gp, "set output out.'%s.png'\n%s", chart, body);
   buf_printf(gp, "set terminal svg size %s dynamic enhanced font 'sans,11'\n", size);
-  buf_printf(gp, "set output '%s.svg'\n%sunset output\n", chart, body);
+  buf_printf(gp, "set output out.'%s.svg'\n%sunset output\n", chart, body);
 }
 
 static const char HISTOGRAM_STYLE[] =
@@ -97,7 +129,7 @@ static const char HISTOGRAM_STYLE[] =
 
 static void write_scripts(Buf *gp, const RunData *run, const char *chart) {
   Buf body = {0};
-  size_t n = run->num_workloads;
+  size_t n = num_charted_workloads(run);
   if (strcmp(chart, "throughput") == 0) {
     buf_printf(&body, "%sset title 'Total token throughput per GPU (tok/s), by configuration "
                       "and workload' noenhanced\nset ylabel 'tok/s per GPU'\n", HISTOGRAM_STYLE);
@@ -121,7 +153,8 @@ static void write_scripts(Buf *gp, const RunData *run, const char *chart) {
                           "set grid\nset key outside right top noenhanced\n"
                           "set offsets graph 0.05, graph 0.2, graph 0.08, graph 0.05\n");
     buf_append_str(&body, "names = \"");
-    for (size_t w = 0; w < n; w++) buf_printf(&body, "%s%s", w ? " " : "", run->workloads[w].id);
+    for (size_t w = 0, k = 0; w < run->num_workloads; w++)
+      if (workload_charted(run, w)) buf_printf(&body, "%s%s", k++ ? " " : "", run->workloads[w].id);
     buf_printf(&body, "\"\nplot for [i=1:%zu] 'tradeoff.dat' index (i-1) using 1:2 with points "
                       "pt 7 ps 1.6 title word(names, i), \\\n"
                       "     for [i=1:%zu] 'tradeoff.dat' index (i-1) using 1:2:3 with labels "
@@ -164,12 +197,36 @@ static bool write_inputs(const RunData *run, const char *dir, char *err, size_t 
   return ok;
 }
 
-static bool run_gnuplot(const char *dir, const char *gnuplot, const char *script, char *err,
+#define PARTIAL_PREFIX ".partial-"
+
+// dir/<PARTIAL_PREFIX>chart.ext -> dir/chart.ext for both outputs; with keep false, removes them.
+static bool finish_outputs(const char *dir, const char *chart, bool keep, char *err,
+                           size_t err_size) {
+  bool ok = true;
+  for (int i = 0; i < 2; i++) {
+    const char *ext = i ? "svg" : "png";
+    Buf from = {0}, to = {0};
+    buf_printf(&from, "%s/%s%s.%s", dir, PARTIAL_PREFIX, chart, ext);
+    buf_printf(&to, "%s/%s.%s", dir, chart, ext);
+    if (!keep) unlink(from.data);
+    else if (ok && rename(from.data, to.data) != 0) {
+      snprintf(err, err_size, "cannot write %s: %s", to.data, strerror(errno));
+      ok = false;
+    }
+    buf_free(&from);
+    buf_free(&to);
+  }
+  return ok;
+}
+
+static bool run_gnuplot(const char *dir, const char *gnuplot, const char *chart, char *err,
                         size_t err_size) {
+  char script[64];
+  snprintf(script, sizeof script, "%s.gp", chart);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addchdir_np(&actions, dir);
-  char *argv[] = {(char *)gnuplot, (char *)script, NULL};
+  char *argv[] = {(char *)gnuplot, "-e", "out='" PARTIAL_PREFIX "'", script, NULL};
   pid_t pid;
   int rc = posix_spawnp(&pid, gnuplot, &actions, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -185,9 +242,10 @@ static bool run_gnuplot(const char *dir, const char *gnuplot, const char *script
       WEXITSTATUS(status) != 0) {
     snprintf(err, err_size, "%s failed on %s/%s (%s); its message is above", gnuplot, dir, script,
              rc != 0 ? strerror(rc) : "non-zero exit");
+    finish_outputs(dir, chart, false, err, err_size);
     return false;
   }
-  return true;
+  return finish_outputs(dir, chart, true, err, err_size);
 }
 
 bool plot_write_dir(const RunData *run, const char *plots_dir, const char *gnuplot, char *err,
@@ -197,11 +255,12 @@ bool plot_write_dir(const RunData *run, const char *plots_dir, const char *gnupl
     return false;
   }
   if (!write_inputs(run, plots_dir, err, err_size)) return false;
-  for (size_t i = 0; i < sizeof CHARTS / sizeof *CHARTS; i++) {
-    char script[64];
-    snprintf(script, sizeof script, "%s.gp", CHARTS[i]);
-    if (!run_gnuplot(plots_dir, gnuplot, script, err, err_size)) return false;
+  if (num_charted_workloads(run) == 0) {
+    snprintf(err, err_size, "nothing to chart: no engine that did not fail has a result");
+    return false;
   }
+  for (size_t i = 0; i < sizeof CHARTS / sizeof *CHARTS; i++)
+    if (!run_gnuplot(plots_dir, gnuplot, CHARTS[i], err, err_size)) return false;
   return true;
 }
 

@@ -2,7 +2,9 @@
 // process (posix_spawn, no shell) in the plots folder to draw each chart as PNG and SVG:
 // per-GPU total tok/s per configuration and workload (grouped bars, baseline and optimized
 // marked), mean TTFT and TPOT per configuration, throughput against latency. Draws nothing
-// itself and never exits; the data and scripts are written even when gnuplot is missing.
+// itself and never exits; the data and scripts are written even when gnuplot is missing. Every
+// file appears whole: ours through file_write_atomic, gnuplot's under a temporary name renamed
+// once gnuplot succeeded (removed when it fails).
 #ifndef GB_SWEEP_PLOT_H
 #define GB_SWEEP_PLOT_H
 

@@ -111,10 +111,13 @@ static void push_word(char ***words, size_t *n, const char *s, size_t len) {
   (*words)[(*n)++] = w;
 }
 
-// Splits on blanks; '...' and "..." group words (no escapes, no shell).
+// Splits on blanks; '...' and "..." group words (no escapes, no shell). Appends the words to
+// *words; on failure leaves *words holding what it held before (the words split before the
+// fault are freed, and an array this call created too).
 static bool split_words(const Ctx *c, const Entry *e, char ***words, size_t *n) {
   Buf w = {0};
   const char *s = e->value;
+  size_t first = *n;
   while (*s) {
     while (isspace((unsigned char)*s)) s++;
     if (!*s) break;
@@ -125,6 +128,11 @@ static bool split_words(const Ctx *c, const Entry *e, char ***words, size_t *n) 
         const char *close = strchr(s + 1, *s);
         if (!close) {
           buf_free(&w);
+          for (; *n > first; --*n) free((*words)[*n - 1]);
+          if (first == 0) {
+            free(*words);
+            *words = NULL;
+          }
           return fail(c, e->line, e->section, e->key, "unclosed %c quote", *s);
         }
         buf_append(&w, s + 1, (size_t)(close - s - 1));

@@ -1,14 +1,14 @@
 // sweep_run.c: the sweep loop. For each engine: start it in its own process group, wait until it
 // is ready, run its workloads through bench_run (results in <run>/<engine>/<workload>[.rK].json),
-// stop it; a failed engine is recorded with its last error line and the loop goes on. SIGINT and
-// SIGTERM set a flag and send SIGTERM to the running engine's group; the loop then stops the
-// engine, marks the manifest interrupted and returns.
+// stop it; an engine that fails to start, or exits during a workload, is recorded as failed with
+// its last error line and the loop goes on. SIGINT and SIGTERM set a flag and send SIGTERM to the
+// running engine's group, SIGKILL after stop_grace (SIGALRM) or at a second signal; the loop then
+// stops the engine, marks the manifest interrupted and returns.
 #include "sweep/sweep_run.h"
 
-#include <curl/curl.h>
 #include <errno.h>
-#include <jansson.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +19,11 @@
 #include "bench/bench_options.h"
 #include "bench/bench_run.h"
 #include "common/buf.h"
-#include "common/file.h"
 #include "common/check.h"
 #include "common/clock.h"
+#include "common/file.h"
 #include "sweep/engine_process.h"
+#include "sweep/sweep_manifest.h"
 
 #define NS_PER_SEC INT64_C(1000000000)
 // The sweep has already seen /health answer: the load generator's own test request needs less
@@ -30,34 +31,43 @@
 #define SWEEP_READY_CHECK "--ready-check-timeout-sec=30"
 
 static volatile sig_atomic_t g_interrupted;
-static volatile sig_atomic_t g_engine_pgid;
+static volatile sig_atomic_t g_engine_pgid;  // the running engine's group; 0 when none
+static volatile sig_atomic_t g_grace_sec;    // stop_grace, for the SIGKILL that follows SIGTERM
 
-static void on_signal(int sig) {
-  (void)sig;
-  g_interrupted = 1;
-  if (g_engine_pgid > 0) kill(-g_engine_pgid, SIGTERM);
+// Async-signal-safe: SIGTERM to the engine's group and an alarm for the SIGKILL after the grace.
+static void interrupt_engine(void) {
+  pid_t pgid = g_engine_pgid;
+  if (pgid <= 0) return;
+  if (g_grace_sec <= 0) {
+    kill(-pgid, SIGKILL);
+    return;
+  }
+  kill(-pgid, SIGTERM);
+  alarm((unsigned)g_grace_sec);
 }
 
-typedef struct {
-  const char *status;  // ok | failed | skipped
-  char *error;
-  char *command;
-} EngineState;
+static void on_signal(int sig) {
+  pid_t pgid = g_engine_pgid;
+  if (sig == SIGALRM || g_interrupted) {  // the grace is over, or a second Ctrl-C
+    if (pgid > 0) kill(-pgid, SIGKILL);
+    g_interrupted = 1;
+    return;
+  }
+  g_interrupted = 1;
+  interrupt_engine();
+}
 
 typedef struct {
   const SweepFile *f;
   const SweepRunOptions *o;
   char run_dir[1024];
-  char started[32];
-  json_t *host_info;   // git_commit, host, cpu, gpu, versions
-  EngineState *engines;
-  bool interrupted, finished;
-  int64_t start_ns, pair_ns;  // when the sweep started; time spent in workloads so far
-  size_t num_pairs, num_pairs_done;
+  SweepManifest manifest;
+  SweepEngineState *engines;
+  const Tokenizer *tok;
+  int64_t start_ns, pair_ns;    // when the sweep started; time spent in workloads so far
+  size_t num_pairs_done;        // workload runs done
+  size_t num_pairs_left;        // workload runs still to do (failed engines' are dropped)
 } Sweep;
-
-// ---------------------------------------------------------------------------------------------
-// the manifest
 
 static void utc_now(char *out, size_t out_size, const char *fmt) {
   time_t now = time(NULL);
@@ -66,99 +76,9 @@ static void utc_now(char *out, size_t out_size, const char *fmt) {
   strftime(out, out_size, fmt, &tm);
 }
 
-// First line of a constant command's output (no sweep-file text ever reaches a shell); NULL when
-// the command fails or prints nothing.
-static json_t *command_line(const char *cmd) {
-  FILE *p = popen(cmd, "r");
-  if (!p) return json_null();
-  char line[512] = "";
-  bool got = fgets(line, sizeof line, p) != NULL;
-  int rc = pclose(p);
-  line[strcspn(line, "\n")] = '\0';
-  return got && rc == 0 && line[0] ? json_string(line) : json_null();
-}
-
-static json_t *cpu_name(void) {
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  char line[512];
-  json_t *name = json_null();
-  while (f && fgets(line, sizeof line, f))
-    if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
-      char *v = strchr(line, ':') + 1;
-      while (*v == ' ') v++;
-      v[strcspn(v, "\n")] = '\0';
-      json_decref(name);
-      name = json_string(v);
-      break;
-    }
-  if (f) fclose(f);
-  return name;
-}
-
-static json_t *host_info(void) {
-  char host[256] = "";
-  gethostname(host, sizeof host - 1);
-  json_t *git = command_line("git rev-parse HEAD 2>/dev/null");
-  json_t *versions = json_pack("{s:O, s:s, s:s}", "gptoss-bench", git, "jansson", JANSSON_VERSION,
-                               "libcurl", curl_version_info(CURLVERSION_NOW)->version);
-  return json_pack("{s:o, s:s, s:o, s:o, s:o}", "git_commit", git, "host", host, "cpu", cpu_name(),
-                   "gpu",
-                   command_line("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader "
-                                "2>/dev/null"),
-                   "versions", versions);
-}
-
-static json_t *engine_ref(const SweepFile *f, long i) {
-  return i < 0 ? json_null() : json_string(f->engines[i].id);
-}
-
-static bool write_manifest(const Sweep *s, char *err, size_t err_size) {
-  const SweepFile *f = s->f;
-  char finished[32] = "";
-  if (s->finished) utc_now(finished, sizeof finished, "%Y-%m-%dT%H:%M:%SZ");
-  json_t *m = json_pack("{s:s, s:s, s:s, s:s, s:o, s:b}", "name",
-                        s->o->name ? s->o->name : f->name, "sweep_file", f->path, "sweep_text",
-                        f->text.data ? f->text.data : "", "started", s->started, "finished",
-                        s->finished ? json_string(finished) : json_null(), "interrupted",
-                        s->interrupted);
-  json_object_update(m, s->host_info);
-  json_t *engines = json_array();
-  for (size_t i = 0; i < f->num_engines; i++) {
-    const SweepEngine *e = &f->engines[i];
-    const EngineState *st = &s->engines[i];
-    json_array_append_new(
-        engines, json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:o}", "id", e->id, "label", e->label,
-                           "gpus", e->gpus, "kind", e->model ? "builtin" : "command", "command",
-                           st->command, "status", st->status, "error",
-                           st->error ? json_string(st->error) : json_null()));
-  }
-  json_t *workloads = json_array();
-  for (size_t i = 0; i < f->num_workloads; i++)
-    json_array_append_new(workloads,
-                          json_pack("{s:s, s:s, s:s}", "id", f->workloads[i].id, "label",
-                                    f->workloads[i].label, "dataset_name",
-                                    f->workloads[i].dataset_name));
-  json_t *comparisons = json_array();
-  for (size_t i = 0; i < f->num_comparisons; i++) {
-    const SweepComparison *c = &f->comparisons[i];
-    json_array_append_new(comparisons,
-                          json_pack("{s:s, s:s, s:s, s:b}", "name", c->label, "base",
-                                    f->engines[c->base].id, "candidate",
-                                    f->engines[c->candidate].id, "per_gpu", c->per_gpu));
-  }
-  json_object_set_new(m, "engines", engines);
-  json_object_set_new(m, "workloads", workloads);
-  json_object_set_new(m, "baseline", engine_ref(f, f->baseline));
-  json_object_set_new(m, "optimized", engine_ref(f, f->optimized));
-  json_object_set_new(m, "comparisons", comparisons);
-  json_object_set_new(m, "repeat", json_integer(f->repeat));
-  char *text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-  char path[1200];
-  snprintf(path, sizeof path, "%s/manifest.json", s->run_dir);
-  bool ok = file_write_atomic(path, text, strlen(text), err, err_size);
-  free(text);
-  json_decref(m);
-  return ok;
+static bool write_manifest(Sweep *s, char *err, size_t err_size) {
+  s->manifest.interrupted = g_interrupted;
+  return sweep_manifest_write(&s->manifest, err, err_size);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -170,18 +90,21 @@ static void format_duration(int64_t ns, char *out, size_t out_size) {
   else snprintf(out, out_size, "%ldm%02lds", sec / 60, sec % 60);
 }
 
-static void progress(const Sweep *s, size_t ei, size_t num_sel, size_t sel_i, size_t wi, size_t wj,
-                     size_t num_w, int rep) {
+typedef struct {
+  size_t config, num_configs;      // i/N among the selected engines
+  size_t workload, num_workloads;  // j/M among this engine's workloads
+} Position;
+
+static void progress(const Sweep *s, const Position *at, const SweepEngine *e,
+                     const SweepWorkload *w, int rep) {
   char elapsed[32], eta[32] = "unknown";
   format_duration(clock_now_ns() - s->start_ns, elapsed, sizeof elapsed);
   if (s->num_pairs_done)
-    format_duration(s->pair_ns / (int64_t)s->num_pairs_done *
-                        (int64_t)(s->num_pairs - s->num_pairs_done),
-                    eta, sizeof eta);
-  const SweepFile *f = s->f;
-  fprintf(stderr, "sweep: configuration %zu/%zu %s, workload %zu/%zu %s", sel_i, num_sel,
-          f->engines[ei].id, wj, num_w, f->workloads[wi].id);
-  if (f->repeat > 1) fprintf(stderr, " (run %d/%d)", rep, f->repeat);
+    format_duration(s->pair_ns / (int64_t)s->num_pairs_done * (int64_t)s->num_pairs_left, eta,
+                    sizeof eta);
+  fprintf(stderr, "sweep: configuration %zu/%zu %s, workload %zu/%zu %s", at->config,
+          at->num_configs, e->id, at->workload, at->num_workloads, w->id);
+  if (s->f->repeat > 1) fprintf(stderr, " (run %d/%d)", rep, s->f->repeat);
   fprintf(stderr, ", elapsed %s, ETA %s\n", elapsed, eta);
 }
 
@@ -195,22 +118,31 @@ static char *join_words(char *const *argv) {
   return b.data;
 }
 
-static void set_failed(EngineState *st, const char *fmt, const char *a, const char *b) {
-  Buf msg = {0};
-  buf_printf(&msg, fmt, a, b);
+__attribute__((format(printf, 2, 3))) static void set_failed(SweepEngineState *st,
+                                                             const char *fmt, ...) {
+  char text[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
   st->status = "failed";
   free(st->error);
-  st->error = msg.data;
-  fprintf(stderr, "sweep: failed: %s\n", msg.data);
+  st->error = xstrdup(text);
+  fprintf(stderr, "sweep: failed: %s\n", text);
 }
 
-// One workload run; false when the load generator failed (st records it).
-static bool run_workload(Sweep *s, const SweepEngine *e, const SweepWorkload *w, int port, int rep,
-                         const Tokenizer *tok, EngineState *st) {
-  char base_url[64], path[1400], err[1024];
+static void result_path(const Sweep *s, const SweepEngine *e, const SweepWorkload *w, int rep,
+                        char *out, size_t out_size) {
+  if (s->f->repeat > 1) snprintf(out, out_size, "%s/%s/%s.r%d.json", s->run_dir, e->id, w->id, rep);
+  else snprintf(out, out_size, "%s/%s/%s.json", s->run_dir, e->id, w->id);
+}
+
+// One workload run into path; false when the load generator failed (err says why).
+static bool run_workload(Sweep *s, const SweepEngine *e, const SweepWorkload *w, int port,
+                         const char *path, char *err, size_t err_size) {
+  char base_url[64], label[256];
   snprintf(base_url, sizeof base_url, "--base-url=http://127.0.0.1:%d", port);
-  if (s->f->repeat > 1) snprintf(path, sizeof path, "%s/%s/%s.r%d.json", s->run_dir, e->id, w->id, rep);
-  else snprintf(path, sizeof path, "%s/%s/%s.json", s->run_dir, e->id, w->id);
+  snprintf(label, sizeof label, "sweep: %s/%s", e->id, w->id);
   int argc = w->num_args + 2;
   char **argv = xcalloc((size_t)argc + 1, sizeof *argv);
   argv[0] = w->args[0];
@@ -218,133 +150,194 @@ static bool run_workload(Sweep *s, const SweepEngine *e, const SweepWorkload *w,
   argv[2] = base_url;
   for (int i = 1; i < w->num_args; i++) argv[i + 2] = w->args[i];
   BenchOptions bo;
-  bool ok = bench_options_parse(&bo, argc, argv, err, sizeof err);
+  bool ok = bench_options_parse(&bo, argc, argv, err, err_size);
   CHECK(ok);  // the sweep file's check already parsed these flags
-  BenchRunIo io = {.out = stdout, .tok = tok, .result_path = path};
+  BenchRunIo io = {.out = stdout, .tok = s->tok, .result_path = path, .cancel = &g_interrupted,
+                   .progress_label = label};
   int64_t t0 = clock_now_ns();
-  ok = bench_run(&bo, &io, err, sizeof err);
+  ok = bench_run(&bo, &io, err, err_size);
   s->pair_ns += clock_now_ns() - t0;
   s->num_pairs_done++;
-  if (g_interrupted) unlink(path);  // cut short: not a result
-  else if (!ok) set_failed(st, "workload %s: %s", w->id, err);
+  s->num_pairs_left--;
   bench_options_free(&bo);
   free(argv);
   return ok;
 }
 
-static void run_engine(Sweep *s, size_t ei, size_t num_sel, size_t sel_i, const Tokenizer *tok) {
+// Runs the engine's workloads until they are done, it is interrupted, or the engine exits
+// during one (st records failures).
+static void run_workloads(Sweep *s, const SweepEngine *e, EngineProcess *p, Position *at,
+                          SweepEngineState *st) {
+  const SweepFile *f = s->f;
+  for (size_t wi = 0; wi < f->num_workloads && !g_interrupted; wi++) {
+    const SweepWorkload *w = &f->workloads[wi];
+    if (!e->runs[wi]) continue;
+    at->workload++;
+    for (int rep = 1; rep <= f->repeat && !g_interrupted; rep++) {
+      char path[1400], err[1024];
+      result_path(s, e, w, rep, path, sizeof path);
+      progress(s, at, e, w, rep);
+      bool ok = run_workload(s, e, w, p->port, path, err, sizeof err);
+      if (g_interrupted) {
+        unlink(path);  // cut short: not a result
+      } else if (!eproc_alive(p)) {  // it measured a dying engine: not a result either
+        char how[64], line[512];
+        unlink(path);
+        eproc_describe_exit(p, how, sizeof how);
+        eproc_last_error_line(p->log_path, line, sizeof line);
+        set_failed(st, "the engine %s during workload %s: %s", how, w->id,
+                   line[0] ? line : "(its log is empty)");
+        return;
+      } else if (!ok) {
+        set_failed(st, "workload %s: %s", w->id, err);
+      }
+    }
+  }
+}
+
+static void run_engine(Sweep *s, size_t ei, Position *at) {
   const SweepFile *f = s->f;
   const SweepEngine *e = &f->engines[ei];
-  EngineState *st = &s->engines[ei];
-  char dir[1200], log_path[1300], err[1024];
+  SweepEngineState *st = &s->engines[ei];
+  char dir[1200], log_path[1300], err[2048];
+  size_t num_runs = 0;
+  for (size_t i = 0; i < f->num_workloads; i++) num_runs += e->runs[i] * (size_t)f->repeat;
+  size_t left_before = s->num_pairs_left;
+  at->workload = 0;
+  at->num_workloads = 0;
+  for (size_t i = 0; i < f->num_workloads; i++) at->num_workloads += e->runs[i];
   snprintf(dir, sizeof dir, "%s/%s", s->run_dir, e->id);
   snprintf(log_path, sizeof log_path, "%s/engine.log", dir);
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-    set_failed(st, "cannot create %s: %s", dir, strerror(errno));
-    return;
-  }
   int port = f->base_port ? f->base_port : eproc_free_port();
   char **argv = sweep_engine_argv(e, s->o->engine_bin, port);
   free(st->command);
   st->command = join_words(argv);
-  fprintf(stderr, "sweep: configuration %zu/%zu %s: starting %s\n", sel_i, num_sel, e->id,
-          st->command);
-  EngineProcess p;
-  bool started = eproc_start(&p, argv, e->env, e->num_env, port, log_path, err, sizeof err);
+  EngineProcess p = {0};
+  bool started = false;
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    snprintf(err, sizeof err, "cannot create %s: %s", dir, strerror(errno));
+  } else {
+    fprintf(stderr, "sweep: configuration %zu/%zu %s: starting %s\n", at->config, at->num_configs,
+            e->id, st->command);
+    started = eproc_start(&p, argv, e->env, e->num_env, port, log_path, err, sizeof err);
+  }
   sweep_argv_free(argv);
   if (!started) {
-    set_failed(st, "%s%s", err, "");
+    set_failed(st, "%s", err);
+    s->num_pairs_left = left_before - num_runs;
     eproc_free(&p);
     return;
   }
   g_engine_pgid = p.pid;
-  if (g_interrupted) kill(-p.pid, SIGTERM);
-  size_t num_w = 0, wj = 0;
-  for (size_t i = 0; i < f->num_workloads; i++) num_w += e->runs[i];
+  if (g_interrupted) interrupt_engine();
+  st->status = "running";
+  st->pid = p.pid;
+  char merr[1024];
+  if (!write_manifest(s, merr, sizeof merr))  // the loop writes it again (and fails) after this
+    fprintf(stderr, "sweep: warning: %s\n", merr);
   if (!eproc_wait_ready(&p, e->ready_timeout_sec, &g_interrupted, err, sizeof err)) {
-    if (!g_interrupted) set_failed(st, "%s%s", err, "");
-    s->num_pairs -= num_w * (size_t)f->repeat;
+    if (!g_interrupted) set_failed(st, "%s", err);
   } else {
-    st->status = "ok";
-    for (size_t wi = 0; wi < f->num_workloads && !g_interrupted; wi++) {
-      if (!e->runs[wi]) continue;
-      wj++;
-      for (int rep = 1; rep <= f->repeat && !g_interrupted; rep++) {
-        if (!eproc_alive(&p)) {
-          char line[512];
-          eproc_last_error_line(p.log_path, line, sizeof line);
-          set_failed(st, "the engine exited during the workloads: %s%s", line, "");
-          break;
-        }
-        progress(s, ei, num_sel, sel_i, wi, wj, num_w, rep);
-        run_workload(s, e, &f->workloads[wi], port, rep, tok, st);
-      }
-    }
+    run_workloads(s, e, &p, at, st);
   }
+  if (strcmp(st->status, "running") == 0) st->status = g_interrupted ? "interrupted" : "ok";
+  s->num_pairs_left = left_before - num_runs;
+  g_engine_pgid = 0;  // from here eproc_stop owns the group: no signal may reach a reaped pid
+  alarm(0);
   eproc_stop(&p, f->stop_grace_sec);
-  g_engine_pgid = 0;
   eproc_free(&p);
 }
 
 // ---------------------------------------------------------------------------------------------
+
+// The results folder (made with its parents) and the run folder in it, before anything starts.
+static bool make_run_dir(const Sweep *s, char *err, size_t err_size) {
+  const char *res = s->o->results_dir;
+  char e[2048];
+  bool ok = file_make_dirs(res, e, sizeof e);
+  if (ok && mkdir(s->run_dir, 0755) != 0) {
+    snprintf(e, sizeof e, "cannot create %s: %s", s->run_dir, strerror(errno));
+    ok = false;
+  }
+  if (!ok)
+    snprintf(err, err_size,
+             "the results folder %s cannot hold the run (%s): make %s a writable folder, or "
+             "pass --results-dir DIR",
+             res, e, res);
+  return ok;
+}
+
+static void print_outcome(const Sweep *s) {
+  char elapsed[32];
+  format_duration(clock_now_ns() - s->start_ns, elapsed, sizeof elapsed);
+  fprintf(stderr, "sweep: %s after %s: %s\n", g_interrupted ? "interrupted" : "done", elapsed,
+          s->run_dir);
+  for (size_t i = 0; i < s->f->num_engines; i++) {
+    const SweepEngineState *st = &s->engines[i];
+    fprintf(stderr, "sweep:   %s: %s%s%s\n", s->f->engines[i].id, st->status,
+            st->error ? ": " : "", st->error ? st->error : "");
+  }
+}
 
 SweepOutcome sweep_run(const SweepFile *f, const SweepRunOptions *o, char *run_dir,
                        size_t run_dir_size, char *err, size_t err_size) {
   Sweep s = {.f = f, .o = o, .start_ns = clock_now_ns()};
   char stamp[32];
   utc_now(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ");
-  utc_now(s.started, sizeof s.started, "%Y-%m-%dT%H:%M:%SZ");
-  snprintf(s.run_dir, sizeof s.run_dir, "%s/%s-%s", o->results_dir, o->name ? o->name : f->name,
-           stamp);
+  const char *name = o->name ? o->name : f->name;
+  snprintf(s.run_dir, sizeof s.run_dir, "%s/%s-%s", o->results_dir, name, stamp);
   snprintf(run_dir, run_dir_size, "%s", s.run_dir);
-  mkdir(o->results_dir, 0755);
-  if (mkdir(s.run_dir, 0755) != 0) {
-    snprintf(err, err_size, "cannot create the run folder %s: %s", s.run_dir, strerror(errno));
-    return SWEEP_ERROR;
-  }
+  if (!make_run_dir(&s, err, err_size)) return SWEEP_ERROR;
   Tokenizer tok;
   if (!tok_init(&tok, TOK_O200K_HARMONY, NULL, err, err_size)) return SWEEP_ERROR;
-  s.host_info = host_info();
+  s.tok = &tok;
   s.engines = xcalloc(f->num_engines, sizeof *s.engines);
-  size_t num_sel = 0;
+  s.manifest = (SweepManifest){.f = f, .name = name, .run_dir = s.run_dir,
+                               .host_info = sweep_host_info(), .engines = s.engines};
+  utc_now(s.manifest.started, sizeof s.manifest.started, "%Y-%m-%dT%H:%M:%SZ");
+  Position at = {0};
   for (size_t i = 0; i < f->num_engines; i++) {
     s.engines[i].status = "skipped";
     char **argv = sweep_engine_argv(&f->engines[i], o->engine_bin, -1);
     s.engines[i].command = join_words(argv);
     sweep_argv_free(argv);
     if (!o->selected[i]) continue;
-    num_sel++;
-    for (size_t j = 0; j < f->num_workloads; j++) s.num_pairs += f->engines[i].runs[j] * (size_t)f->repeat;
+    at.num_configs++;
+    for (size_t j = 0; j < f->num_workloads; j++)
+      s.num_pairs_left += f->engines[i].runs[j] * (size_t)f->repeat;
   }
 
-  struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+  struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term, old_alrm;
   sigemptyset(&sa.sa_mask);
   g_interrupted = 0;
+  g_engine_pgid = 0;
+  g_grace_sec = f->stop_grace_sec;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGALRM, &sa, &old_alrm);
   bool ok = write_manifest(&s, err, err_size);
-  for (size_t i = 0, sel_i = 0; ok && i < f->num_engines && !g_interrupted; i++) {
+  for (size_t i = 0; ok && i < f->num_engines && !g_interrupted; i++) {
     if (!o->selected[i]) continue;
-    run_engine(&s, i, num_sel, ++sel_i, &tok);
+    at.config++;
+    run_engine(&s, i, &at);
     ok = write_manifest(&s, err, err_size);
   }
-  s.interrupted = g_interrupted;
-  s.finished = true;
+  s.manifest.finished = true;
   if (ok) ok = write_manifest(&s, err, err_size);
+  alarm(0);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
+  sigaction(SIGALRM, &old_alrm, NULL);
+  bool interrupted = g_interrupted;
 
-  char elapsed[32];
-  format_duration(clock_now_ns() - s.start_ns, elapsed, sizeof elapsed);
-  fprintf(stderr, "sweep: %s after %s: %s\n", s.interrupted ? "interrupted" : "done", elapsed,
-          s.run_dir);
+  print_outcome(&s);
   for (size_t i = 0; i < f->num_engines; i++) {
     free(s.engines[i].error);
     free(s.engines[i].command);
   }
   free(s.engines);
-  json_decref(s.host_info);
+  json_decref(s.manifest.host_info);
   tok_free(&tok);
   if (!ok) return SWEEP_ERROR;
-  return s.interrupted ? SWEEP_INTERRUPTED : SWEEP_DONE;
+  return interrupted ? SWEEP_INTERRUPTED : SWEEP_DONE;
 }

@@ -6,10 +6,12 @@
 // client_run (getrusage: user + system, every thread), and the receive lag of the server's
 // ": t=<ns>" send stamps. Times client_run only; never compares against a target itself.
 //
-//   bench_client BASE_URL NUM_STREAMS OUTPUT_LEN SPREAD_MS
+//   bench_client BASE_URL NUM_STREAMS OUTPUT_LEN SPREAD_MS [busy]
+// (busy: the client's event loop busy-polls, ClientOptions.busy_poll)
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 
 #include "bench/http_client.h"
@@ -35,7 +37,8 @@ static double cpu_seconds(void) {
 
 int main(int argc, char **argv) {
   check_set_program("bench_client");
-  if (argc != 5) die("usage: bench_client BASE_URL NUM_STREAMS OUTPUT_LEN SPREAD_MS");
+  if (argc != 5 && !(argc == 6 && strcmp(argv[5], "busy") == 0))
+    die("usage: bench_client BASE_URL NUM_STREAMS OUTPUT_LEN SPREAD_MS [busy]");
   size_t num_streams = (size_t)parse_count("NUM_STREAMS", argv[2], 1, 100000);
   uint32_t output_len = (uint32_t)parse_count("OUTPUT_LEN", argv[3], 1, 10000000);
   int64_t spread_ns = parse_count("SPREAD_MS", argv[4], 0, 3600000) * 1000000;
@@ -48,6 +51,7 @@ int main(int argc, char **argv) {
                      .logprobs = -1,
                      .ignore_eos = true,
                      .max_concurrency = (uint32_t)num_streams,
+                     .busy_poll = argc == 6,
                      .timeout_ns = 600 * INT64_C(1000000000)};
   BenchRequest *reqs = xcalloc(num_streams, sizeof *reqs);
   int64_t *due = xcalloc(num_streams, sizeof *due);

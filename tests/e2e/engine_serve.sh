@@ -55,12 +55,7 @@ start_server() {  # flags...; sets $url and $server_pid
     > "$log" 2>&1 &
   server_pid=$!
   pids+=("$server_pid")
-  url=
-  for _ in $(seq 300); do
-    url=$(sed -n 's/^gptoss-engine serve: listening on //p' "$log")
-    [ -n "$url" ] && return 0
-    sleep 0.1
-  done
+  url=$(wait_for_output "$log" 's/^gptoss-engine serve: listening on //p' 300) && return 0
   echo "# serve did not start: $(tail -3 "$log")"
   return 1
 }

@@ -1,0 +1,121 @@
+// sweep_manifest.c: the manifest's JSON (Jansson, keys in a fixed order) and the host facts it
+// records. Runs only constant commands (git, nvidia-smi) through popen: no sweep-file text ever
+// reaches a shell.
+#include "sweep/sweep_manifest.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/file.h"
+
+// First line of a constant command's output; null when the command fails or prints nothing.
+static json_t *command_line(const char *cmd) {
+  FILE *p = popen(cmd, "r");
+  if (!p) return json_null();
+  char line[512] = "";
+  bool got = fgets(line, sizeof line, p) != NULL;
+  int rc = pclose(p);
+  line[strcspn(line, "\n")] = '\0';
+  return got && rc == 0 && line[0] ? json_string(line) : json_null();
+}
+
+static json_t *cpu_name(void) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[512];
+  json_t *name = json_null();
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
+      char *v = strchr(line, ':') + 1;
+      while (*v == ' ') v++;
+      v[strcspn(v, "\n")] = '\0';
+      json_decref(name);
+      name = json_string(v);
+      break;
+    }
+  if (f) fclose(f);
+  return name;
+}
+
+json_t *sweep_host_info(void) {
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  json_t *git = command_line("git rev-parse HEAD 2>/dev/null");
+  json_t *versions = json_pack("{s:O, s:s, s:s}", "gptoss-bench", git, "jansson", JANSSON_VERSION,
+                               "libcurl", curl_version_info(CURLVERSION_NOW)->version);
+  return json_pack("{s:o, s:s, s:o, s:o, s:o}", "git_commit", git, "host", host, "cpu", cpu_name(),
+                   "gpu",
+                   command_line("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader "
+                                "2>/dev/null"),
+                   "versions", versions);
+}
+
+static json_t *engine_ref(const SweepFile *f, long i) {
+  return i < 0 ? json_null() : json_string(f->engines[i].id);
+}
+
+static json_t *engines_json(const SweepManifest *m) {
+  json_t *engines = json_array();
+  for (size_t i = 0; i < m->f->num_engines; i++) {
+    const SweepEngine *e = &m->f->engines[i];
+    const SweepEngineState *st = &m->engines[i];
+    json_array_append_new(
+        engines,
+        json_pack("{s:s, s:s, s:i, s:s, s:s, s:o, s:s, s:o}", "id", e->id, "label", e->label,
+                  "gpus", e->gpus, "kind", e->model ? "builtin" : "command", "command",
+                  st->command, "pid", st->pid ? json_integer(st->pid) : json_null(), "status",
+                  st->status, "error", st->error ? json_string(st->error) : json_null()));
+  }
+  return engines;
+}
+
+static json_t *manifest_json(const SweepManifest *m) {
+  const SweepFile *f = m->f;
+  char finished[32] = "";
+  if (m->finished) {
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(finished, sizeof finished, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  }
+  json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:o, s:b}", "name", m->name, "sweep_file", f->path,
+                        "sweep_text", f->text.data ? f->text.data : "", "started", m->started,
+                        "finished", m->finished ? json_string(finished) : json_null(),
+                        "interrupted", m->interrupted);
+  json_object_update(j, m->host_info);
+  json_t *workloads = json_array();
+  for (size_t i = 0; i < f->num_workloads; i++)
+    json_array_append_new(workloads,
+                          json_pack("{s:s, s:s, s:s}", "id", f->workloads[i].id, "label",
+                                    f->workloads[i].label, "dataset_name",
+                                    f->workloads[i].dataset_name));
+  json_t *comparisons = json_array();
+  for (size_t i = 0; i < f->num_comparisons; i++) {
+    const SweepComparison *c = &f->comparisons[i];
+    json_array_append_new(comparisons,
+                          json_pack("{s:s, s:s, s:s, s:b}", "name", c->label, "base",
+                                    f->engines[c->base].id, "candidate",
+                                    f->engines[c->candidate].id, "per_gpu", c->per_gpu));
+  }
+  json_object_set_new(j, "engines", engines_json(m));
+  json_object_set_new(j, "workloads", workloads);
+  json_object_set_new(j, "baseline", engine_ref(f, f->baseline));
+  json_object_set_new(j, "optimized", engine_ref(f, f->optimized));
+  json_object_set_new(j, "comparisons", comparisons);
+  json_object_set_new(j, "repeat", json_integer(f->repeat));
+  return j;
+}
+
+bool sweep_manifest_write(const SweepManifest *m, char *err, size_t err_size) {
+  json_t *j = manifest_json(m);
+  char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  json_decref(j);
+  char path[1200];
+  snprintf(path, sizeof path, "%s/manifest.json", m->run_dir);
+  bool ok = file_write_atomic(path, text, strlen(text), err, err_size);
+  free(text);
+  return ok;
+}

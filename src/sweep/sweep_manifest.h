@@ -1,0 +1,36 @@
+// sweep_manifest.h: a run folder's manifest.json (the sweep file and its text, times, the host,
+// each engine's command, pid, status and error), written atomically, whole, each time the sweep
+// changes state. Writes that one file only; decides nothing.
+#ifndef GB_SWEEP_SWEEP_MANIFEST_H
+#define GB_SWEEP_SWEEP_MANIFEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "sweep/sweep_file.h"
+
+typedef struct {
+  const char *status;  // skipped | running | ok | failed | interrupted
+  char *error;         // the failure, with the engine's last error line; NULL when none
+  char *command;       // its argv joined with blanks (for display; it never goes to a shell)
+  long pid;            // also its process group; 0 while never started
+} SweepEngineState;
+
+typedef struct {
+  const SweepFile *f;
+  const char *name;     // the run's name
+  const char *run_dir;
+  char started[32];     // UTC, ISO 8601
+  json_t *host_info;    // sweep_host_info()
+  const SweepEngineState *engines;  // [f->num_engines]
+  bool interrupted, finished;
+} SweepManifest;
+
+// git commit, host, CPU, GPU and driver (nvidia-smi, else null), versions: a new object.
+json_t *sweep_host_info(void);
+
+// Writes run_dir/manifest.json atomically. False with err when it cannot be written.
+bool sweep_manifest_write(const SweepManifest *m, char *err, size_t err_size);
+
+#endif
