@@ -44,7 +44,8 @@ endif
 LIB_SRCS := $(wildcard src/common/*.c src/text/*.c src/bench/*.c src/sweep/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIB := $(BUILD)/lib/libgptoss.a
-ENGINE_SRCS := $(filter-out engine/main.c,$(wildcard engine/*/*.c engine/backend/cpu/*.c))
+ENGINE_SRCS := $(filter-out engine/main.c engine/dist/comm_nccl%.c,\
+                 $(wildcard engine/*/*.c engine/backend/cpu/*.c))
 ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(BUILD)/obj/%.o)
 ENGINE_LIB := $(BUILD)/lib/libgptoss-engine.a
 BENCH_BIN := $(BUILD)/bin/gptoss-bench
@@ -202,6 +203,16 @@ ifeq ($(CUDA),1)
 else
   CUDA_OBJS := $(BUILD)/obj/engine/backend/cuda/cuda_stub.o
   CUDA_LIBS :=
+endif
+# NCCL (the communicator for -tp/-pp on CUDA, engine/dist/comm_nccl.c) with the CUDA build when
+# the toolkit has nccl.h; otherwise comm_nccl_stub.c, which refuses with the reason.
+NCCL := $(if $(and $(filter 1,$(CUDA)),$(wildcard $(CUDA_HOME)/include/nccl.h)),1,0)
+ifeq ($(NCCL),1)
+  CUDA_OBJS += $(BUILD)/obj/engine/dist/comm_nccl.o
+  CUDA_LIBS += -Wl,--push-state,--as-needed -lnccl -Wl,--pop-state
+$(BUILD)/obj/engine/dist/comm_nccl.o: ALL_CFLAGS += -I$(CUDA_HOME)/include
+else
+  CUDA_OBJS += $(BUILD)/obj/engine/dist/comm_nccl_stub.o
 endif
 # -Werror for the host side too; nvcc's own notes about the gencode list stay quiet.
 NVCC_ALL_FLAGS = $(NVCC_FLAGS) -lineinfo -Isrc -Iengine -MMD -MP -Werror all-warnings \

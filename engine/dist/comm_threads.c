@@ -41,7 +41,7 @@ ThreadGroup *thread_group_create(int size) {
 }
 
 void thread_group_free(ThreadGroup *g) {
-  if (!g) return;
+  if (!g) return;  // NULL: nothing
   for (int i = 0; i < g->size * g->size; i++) {
     pthread_mutex_destroy(&g->mail[i].lock);
     pthread_cond_destroy(&g->mail[i].changed);

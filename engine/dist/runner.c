@@ -10,10 +10,17 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "dist/comm_nccl.h"
 #include "dist/comm_threads.h"
 #include "dist/microbatch.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
+
+// A communicator group: shared memory among CPU ranks, NCCL among GPUs.
+typedef struct {
+  ThreadGroup *threads;
+  NcclGroup *nccl;
+} Group;
 
 typedef struct {
   Runner *runner;
@@ -34,7 +41,7 @@ struct Runner {
   GptOssConfig config;
   int tp, pp, num_ranks, threads_per_rank;
   Rank *ranks;             // [num_ranks] stage-major: rank pp_rank * tp + tp_rank
-  ThreadGroup **groups;    // [pp + tp]: each stage's tensor group, then each pipeline
+  Group *groups;           // [pp + tp]: each stage's tensor group, then each pipeline
   pthread_barrier_t start, done;
   bool threads_started;
   // the current call
@@ -133,6 +140,35 @@ static void rank_free_weights(Rank *rank) {
     weights_free(&rank->weights);
 }
 
+// Group g's ranks are runner ranks first, first + stride, ... (size of them); a GPU rank i runs
+// on device i.
+static bool group_create(Runner *r, Group *g, int size, int first, int stride, char *err,
+                         size_t err_size) {
+  if (r->options.device != DEVICE_CUDA) {
+    g->threads = thread_group_create(size);
+    return true;
+  }
+  int devices[64];
+  CHECK(size <= 64);
+  for (int k = 0; k < size; k++) devices[k] = first + k * stride;
+  g->nccl = nccl_group_create(size, devices, err, err_size);
+  return g->nccl != NULL;
+}
+
+static Comm *group_join(Group *g, int rank) {
+  return g->threads ? comm_threads_join(g->threads, rank) : comm_nccl_join(g->nccl, rank);
+}
+
+// Each stage's tensor group (ranks s * tp + t) and each tensor rank's pipeline (ranks
+// p * tp + t), where they have more than one rank.
+static bool groups_create(Runner *r, char *err, size_t err_size) {
+  for (int s = 0; s < r->pp && r->tp > 1; s++)
+    if (!group_create(r, &r->groups[s], r->tp, s * r->tp, 1, err, err_size)) return false;
+  for (int t = 0; t < r->tp && r->pp > 1; t++)
+    if (!group_create(r, &r->groups[r->pp + t], r->pp, t, r->tp, err, err_size)) return false;
+  return true;
+}
+
 bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_size) {
   *out = NULL;
   if (o->tensor_parallel < 1 || o->pipeline_parallel < 1 ||
@@ -145,13 +181,6 @@ bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_s
   if (!weights_load_config(o->model, o->weights.load_format, &config, err, err_size) ||
       !shard_check(&config, o->tensor_parallel, o->pipeline_parallel, err, err_size))
     return false;
-  if (o->device == DEVICE_CUDA && o->tensor_parallel * o->pipeline_parallel > 1) {
-    snprintf(err, err_size,
-             "-tp %d -pp %d on CUDA needs the NCCL communicator, which is not built yet; use "
-             "-tp 1 -pp 1 on CUDA, or --device cpu",
-             o->tensor_parallel, o->pipeline_parallel);
-    return false;
-  }
   Runner *r = xcalloc(1, sizeof *r);
   r->options = *o;
   r->config = config;
@@ -162,17 +191,15 @@ bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_s
   r->threads_per_rank = cores / r->num_ranks > 0 ? cores / r->num_ranks : 1;
   r->ranks = xcalloc((size_t)r->num_ranks, sizeof *r->ranks);
   r->groups = xcalloc((size_t)(r->pp + r->tp), sizeof *r->groups);
-  for (int g = 0; g < r->pp + r->tp; g++)
-    r->groups[g] = thread_group_create(g < r->pp ? r->tp : r->pp);
   microbatches_init(&r->micro);
-  bool ok = true;
+  bool ok = groups_create(r, err, err_size);
   for (int i = 0; ok && i < r->num_ranks; i++) {
     Rank *rank = &r->ranks[i];
     const int pp_rank = i / r->tp, tp_rank = i % r->tp;
     rank->runner = r;
     rank->shard = shard_of(&r->config, r->tp, r->pp, tp_rank, pp_rank);
-    if (r->tp > 1) rank->tp = comm_threads_join(r->groups[pp_rank], tp_rank);
-    if (r->pp > 1) rank->pp = comm_threads_join(r->groups[r->pp + tp_rank], pp_rank);
+    if (r->tp > 1) rank->tp = group_join(&r->groups[pp_rank], tp_rank);
+    if (r->pp > 1) rank->pp = group_join(&r->groups[r->pp + tp_rank], pp_rank);
     ok = rank_load(r, rank, i, err, err_size);
     ok = ok && model_init(&rank->model, &rank->weights, rank->backend, rank->tp,
                           o->max_num_tokens, err, err_size);
@@ -211,7 +238,10 @@ void runner_free(Runner *r) {
     if (rank->tp) rank->tp->destroy(rank->tp);
     if (rank->pp) rank->pp->destroy(rank->pp);
   }
-  for (int g = 0; g < r->pp + r->tp; g++) thread_group_free(r->groups[g]);
+  for (int g = 0; g < r->pp + r->tp; g++) {
+    thread_group_free(r->groups[g].threads);
+    nccl_group_free(r->groups[g].nccl);
+  }
   microbatches_free(&r->micro);
   free(r->groups);
   free(r->ranks);

@@ -34,8 +34,7 @@ typedef struct Runner Runner;
 
 // Loads every rank's shard (into its device's memory when the backend's is not the host's) and
 // starts the rank threads. False with a message (a tp or pp that does not divide the model, a
-// weights error, out of memory; more than one rank on CUDA, whose NCCL communicator is not
-// built yet).
+// weights error, out of memory, NCCL missing for more than one CUDA rank).
 bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_size);
 void runner_free(Runner *r);
 

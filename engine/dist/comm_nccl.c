@@ -1,0 +1,139 @@
+// comm_nccl.c: the NCCL communicator (comm_nccl.h). Each call first waits for the device's
+// queued work (the backend's ops run on its own stream, which NCCL does not see), then runs the
+// collective or transfer on the rank's NCCL stream and waits for it, so a call returns with its
+// result in place, as the shared-memory communicator does. Every CUDA and NCCL call is checked.
+#include "dist/comm_nccl.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/check.h"
+
+#define NCCL_CHECK(call)                                                                  \
+  do {                                                                                    \
+    ncclResult_t nccl_rc = (call);                                                        \
+    if (nccl_rc != ncclSuccess)                                                           \
+      die("%s:%d: %s: %s", __FILE__, __LINE__, #call, ncclGetErrorString(nccl_rc));       \
+  } while (0)
+#define CUDA_CALL(call)                                                                   \
+  do {                                                                                    \
+    cudaError_t cuda_rc = (call);                                                         \
+    if (cuda_rc != cudaSuccess)                                                           \
+      die("%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(cuda_rc));       \
+  } while (0)
+
+typedef struct {
+  ncclComm_t comm;
+  int device;
+  cudaStream_t stream;
+  float *one;  // [1] device scratch for the barrier
+} NcclRank;
+
+struct NcclGroup {
+  int size;
+  NcclRank *ranks;  // [size]
+};
+
+NcclGroup *nccl_group_create(int size, const int *devices, char *err, size_t err_size) {
+  NcclGroup *g = xcalloc(1, sizeof *g);
+  g->size = size;
+  g->ranks = xcalloc((size_t)size, sizeof *g->ranks);
+  ncclComm_t *comms = xcalloc((size_t)size, sizeof *comms);
+  ncclResult_t rc = ncclCommInitAll(comms, size, devices);
+  if (rc != ncclSuccess) {
+    snprintf(err, err_size, "NCCL: cannot set up %d ranks: %s", size, ncclGetErrorString(rc));
+    free(comms);
+    free(g->ranks);
+    free(g);
+    return NULL;
+  }
+  for (int r = 0; r < size; r++) {
+    NcclRank *k = &g->ranks[r];
+    k->comm = comms[r];
+    k->device = devices[r];
+    CUDA_CALL(cudaSetDevice(k->device));
+    CUDA_CALL(cudaStreamCreateWithFlags(&k->stream, cudaStreamNonBlocking));
+    CUDA_CALL(cudaMalloc((void **)&k->one, sizeof(float)));
+  }
+  free(comms);
+  return g;
+}
+
+void nccl_group_free(NcclGroup *g) {
+  if (!g) return;
+  for (int r = 0; r < g->size; r++) {
+    NcclRank *k = &g->ranks[r];
+    CUDA_CALL(cudaSetDevice(k->device));
+    CUDA_CALL(cudaFree(k->one));
+    CUDA_CALL(cudaStreamDestroy(k->stream));
+    NCCL_CHECK(ncclCommDestroy(k->comm));
+  }
+  free(g->ranks);
+  free(g);
+}
+
+// The rank's state, its device current and its queued work done.
+static NcclRank *enter(Comm *c) {
+  NcclRank *k = &((NcclGroup *)c->state)->ranks[c->rank];
+  CUDA_CALL(cudaSetDevice(k->device));
+  CUDA_CALL(cudaDeviceSynchronize());
+  return k;
+}
+
+static void finish(NcclRank *k) { CUDA_CALL(cudaStreamSynchronize(k->stream)); }
+
+static void nccl_all_reduce_sum(Comm *c, float *buf, size_t n) {
+  NcclRank *k = enter(c);
+  NCCL_CHECK(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, k->comm, k->stream));
+  finish(k);
+}
+
+static void nccl_all_gather(Comm *c, const float *send, size_t n, float *recv) {
+  NcclRank *k = enter(c);
+  NCCL_CHECK(ncclAllGather(send, recv, n, ncclFloat, k->comm, k->stream));
+  finish(k);
+}
+
+static void nccl_broadcast(Comm *c, void *buf, size_t bytes, int root) {
+  NcclRank *k = enter(c);
+  NCCL_CHECK(ncclBroadcast(buf, buf, bytes, ncclChar, root, k->comm, k->stream));
+  finish(k);
+}
+
+static void nccl_send(Comm *c, const void *buf, size_t bytes, int peer) {
+  NcclRank *k = enter(c);
+  NCCL_CHECK(ncclSend(buf, bytes, ncclChar, peer, k->comm, k->stream));
+  finish(k);
+}
+
+static void nccl_recv(Comm *c, void *buf, size_t bytes, int peer) {
+  NcclRank *k = enter(c);
+  NCCL_CHECK(ncclRecv(buf, bytes, ncclChar, peer, k->comm, k->stream));
+  finish(k);
+}
+
+static void nccl_barrier(Comm *c) {
+  NcclRank *k = enter(c);
+  NCCL_CHECK(ncclAllReduce(k->one, k->one, 1, ncclFloat, ncclSum, k->comm, k->stream));
+  finish(k);
+}
+
+static void nccl_destroy(Comm *c) { free(c); }
+
+Comm *comm_nccl_join(NcclGroup *g, int rank) {
+  CHECK(rank >= 0 && rank < g->size);
+  Comm *c = xcalloc(1, sizeof *c);
+  *c = (Comm){.rank = rank,
+              .size = g->size,
+              .state = g,
+              .all_reduce_sum = nccl_all_reduce_sum,
+              .all_gather = nccl_all_gather,
+              .broadcast = nccl_broadcast,
+              .send = nccl_send,
+              .recv = nccl_recv,
+              .barrier = nccl_barrier,
+              .destroy = nccl_destroy};
+  return c;
+}
