@@ -186,7 +186,8 @@ static size_t kv_cache_bytes(const char *spec, DeviceKind device) {
 }
 
 static void print_config(const ServeOptions *o, const EngineConfig *c, const Runner *runner,
-                         DeviceKind device, const char *name, size_t kv_bytes) {
+                         const WeightsOptions *weights, DeviceKind device, const char *name,
+                         size_t kv_bytes) {
   printf(
       "gptoss-engine serve: model %s (served as %s), load format %s, weight format %s, "
       "device %s\n",
@@ -195,6 +196,10 @@ static void print_config(const ServeOptions *o, const EngineConfig *c, const Run
   printf("  max-model-len %d  max-num-batched-tokens %d  max-num-seqs %d  async-scheduling %s\n",
          c->max_model_len, c->max_num_batched_tokens, c->max_num_seqs,
          c->async_scheduling ? "on" : "off");
+  WeightsPlan plan;
+  weights_plan(runner_config(runner), weights, &plan);
+  printf("  weights %.2f GiB (%s dense, %s experts)\n", (double)plan.loaded_bytes / (1 << 30),
+         weight_format_name(weights->dense_format), weight_format_name(weights->expert_format));
   printf("  block-size %d  kv-cache-memory %.2f GiB: %d blocks = %lld tokens of KV capacity\n",
          c->block_size, (double)kv_bytes / (1 << 30), c->num_kv_blocks,
          (long long)c->num_kv_blocks * c->block_size);
@@ -267,7 +272,7 @@ int serve_cmd_main(int argc, char **argv) {
     die("serve: --kv-cache-memory %s holds no block of %d tokens (%zu bytes); give more",
         o.kv_cache_memory, o.block_size, block_bytes);
   const char *name = o.served_model_name ? o.served_model_name : o.model;
-  print_config(&o, &config, runner, device, name, kv_bytes);
+  print_config(&o, &config, runner, &wo, device, name, kv_bytes);
 
   Engine *engine;
   if (!engine_create(&engine, &config, runner, err, sizeof err)) die("serve: %s", err);
