@@ -19,37 +19,14 @@
 #include "backend/cpu/cpu_backend.h"
 #include "common/check.h"
 #include "model/q8.h"
+#include "test_rng.h"
 
 // Whether the group running now uses the default backend (the AVX-512 kernels where the CPU has
 // them) rather than the portable one.
 static bool g_fast;
 
 // ---------------------------------------------------------------------------------------------
-// Helpers: random numbers, comparisons, weights in each format.
-
-typedef struct {
-  uint64_t s;
-} Rng;
-
-static uint64_t rng_next(Rng *r) {
-  r->s ^= r->s << 13;
-  r->s ^= r->s >> 7;
-  r->s ^= r->s << 17;
-  return r->s;
-}
-
-// Uniform in [-1, 1).
-static float rng_float(Rng *r) { return (float)((double)(rng_next(r) >> 11) * 0x1p-52 - 1.0); }
-
-static void fill(Rng *r, float *x, size_t n, float scale) {
-  for (size_t i = 0; i < n; i++) x[i] = rng_float(r) * scale;
-}
-
-static float *random_floats(Rng *r, size_t n, float scale) {
-  float *x = xmalloc((n ? n : 1) * sizeof(float));
-  fill(r, x, n, scale);
-  return x;
-}
+// Helpers: comparisons, weights in each format (random numbers: test_rng.h).
 
 // Fails at the first i where |got[i] - want[i]| > atol + rtol |want[i]| (or either is NaN).
 static void expect_close(const float *got, const double *want, size_t n, double atol, double rtol,

@@ -38,6 +38,7 @@
 #include "common/check.h"
 #include "model/bf16.h"
 #include "model/rope.h"
+#include "test_rng.h"
 
 typedef struct {
   Backend *cpu;  // the twin: cpu_backend_create_portable
@@ -56,29 +57,7 @@ typedef struct {
   } while (0)
 
 // ---------------------------------------------------------------------------------------------
-// Helpers: random numbers, device copies, comparisons.
-
-typedef struct {
-  uint64_t s;
-} Rng;
-
-static uint64_t rng_next(Rng *r) {
-  r->s ^= r->s << 13;
-  r->s ^= r->s >> 7;
-  r->s ^= r->s << 17;
-  return r->s;
-}
-
-// Uniform in [-scale, scale).
-static float rng_float(Rng *r, float scale) {
-  return (float)((double)(rng_next(r) >> 11) * 0x1p-52 - 1.0) * scale;
-}
-
-static float *random_floats(Rng *r, size_t n, float scale) {
-  float *x = xmalloc((n ? n : 1) * sizeof(float));
-  for (size_t i = 0; i < n; i++) x[i] = rng_float(r, scale);
-  return x;
-}
+// Helpers: device copies, comparisons (random numbers: test_rng.h).
 
 static void round_to_bf16(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = bf16_to_f32(bf16_from_f32(x[i]));
@@ -261,7 +240,7 @@ static WeightMatrix make_matrix(WeightFormat f, int64_t rows, int64_t cols, Rng 
     m.data = random_floats(r, n, scale);
   } else if (f == WEIGHT_BF16) {
     uint16_t *d = xmalloc(n * sizeof(uint16_t));
-    for (size_t i = 0; i < n; i++) d[i] = bf16_from_f32(rng_float(r, scale));
+    for (size_t i = 0; i < n; i++) d[i] = bf16_from_f32(rng_float(r) * scale);
     m.data = d;
   } else {
     uint8_t *blocks = xmalloc(n / 2), *scales = xmalloc(n / 32);

@@ -16,45 +16,59 @@ enum { SEQS = 5, TOKENS = 16, BLOCKS = 2 };
 static const int32_t QUERY_START[SEQS + 1] = {0, 1, 9, 11, 13, 16};
 static const int32_t LOGITS[] = {0, 8, 12, 15};
 
-static Batch five_sequences(uint32_t *ids, int32_t *positions, int64_t *slots, int32_t *seq_lens,
-                            int32_t *tables) {
-  for (int t = 0; t < TOKENS; t++) ids[t] = 100 + (uint32_t)t, positions[t] = t, slots[t] = t;
-  for (int s = 0; s < SEQS; s++) {
-    seq_lens[s] = 10 + s;
-    tables[s * BLOCKS] = 2 * s;
-    tables[s * BLOCKS + 1] = 2 * s + 1;
-  }
-  return (Batch){.num_seqs = SEQS,
-                 .num_tokens = TOKENS,
-                 .token_ids = ids,
-                 .positions = positions,
-                 .slot_mapping = slots,
-                 .query_start = QUERY_START,
-                 .seq_lens = seq_lens,
-                 .block_tables = tables,
-                 .max_blocks_per_seq = BLOCKS,
-                 .logits_indices = LOGITS,
-                 .num_logits = 4};
-}
-
-static void test_two_parts(void **state) {
-  (void)state;
+typedef struct {
   uint32_t ids[TOKENS];
   int32_t positions[TOKENS], seq_lens[SEQS], tables[SEQS * BLOCKS];
   int64_t slots[TOKENS];
-  Batch b = five_sequences(ids, positions, slots, seq_lens, tables);
+  Batch batch;
   MicroBatches mb;
-  microbatches_init(&mb);
-  microbatches_split(&mb, &b, 2);
-  assert_int_equal(mb.num_parts, 2);
+} Fixture;
+
+static int setup(void **state) {
+  Fixture *f = test_calloc(1, sizeof *f);
+  for (int t = 0; t < TOKENS; t++) f->ids[t] = 100 + (uint32_t)t, f->positions[t] = t;
+  for (int t = 0; t < TOKENS; t++) f->slots[t] = t;
+  for (int s = 0; s < SEQS; s++) {
+    f->seq_lens[s] = 10 + s;
+    f->tables[s * BLOCKS] = 2 * s;
+    f->tables[s * BLOCKS + 1] = 2 * s + 1;
+  }
+  f->batch = (Batch){.num_seqs = SEQS,
+                     .num_tokens = TOKENS,
+                     .token_ids = f->ids,
+                     .positions = f->positions,
+                     .slot_mapping = f->slots,
+                     .query_start = QUERY_START,
+                     .seq_lens = f->seq_lens,
+                     .block_tables = f->tables,
+                     .max_blocks_per_seq = BLOCKS,
+                     .logits_indices = LOGITS,
+                     .num_logits = 4};
+  microbatches_init(&f->mb);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  Fixture *f = *state;
+  microbatches_free(&f->mb);
+  test_free(f);
+  return 0;
+}
+
+static void test_two_parts(void **state) {
+  Fixture *f = *state;
+  MicroBatches *mb = &f->mb;
+  microbatches_split(mb, &f->batch, 2);
+  assert_int_equal(mb->num_parts, 2);
   // Part 0 ends at the first boundary with at least 8 tokens: after sequence 1 (9 tokens).
-  const Batch *p0 = &mb.parts[0], *p1 = &mb.parts[1];
+  const Batch *p0 = &mb->parts[0], *p1 = &mb->parts[1];
   assert_int_equal(p0->num_seqs, 2);
   assert_int_equal(p0->num_tokens, 9);
   assert_int_equal(p0->query_start[2], 9);
   assert_int_equal(p0->num_logits, 2);
   assert_int_equal(p0->logits_indices[1], 8);
-  assert_int_equal(mb.first_logit[0], 0);
+  assert_int_equal(mb->first_logit[0], 0);
   // Part 1: sequences 2-4, tokens 9-15, rebased.
   assert_int_equal(p1->num_seqs, 3);
   assert_int_equal(p1->num_tokens, 7);
@@ -68,43 +82,36 @@ static void test_two_parts(void **state) {
   assert_int_equal(p1->num_logits, 2);
   assert_int_equal(p1->logits_indices[0], 3);  // token 12
   assert_int_equal(p1->logits_indices[1], 6);  // token 15
-  assert_int_equal(mb.first_logit[1], 2);
-  microbatches_free(&mb);
+  assert_int_equal(mb->first_logit[1], 2);
 }
 
 // More parts than sequences: one part per sequence. Four parts of five sequences: the long
 // sequence 1 alone reaches the first two shares, yet each later part keeps a sequence.
 static void test_parts_keep_a_sequence_each(void **state) {
-  (void)state;
-  uint32_t ids[TOKENS];
-  int32_t positions[TOKENS], seq_lens[SEQS], tables[SEQS * BLOCKS];
-  int64_t slots[TOKENS];
-  Batch b = five_sequences(ids, positions, slots, seq_lens, tables);
-  MicroBatches mb;
-  microbatches_init(&mb);
-  microbatches_split(&mb, &b, 8);
-  assert_int_equal(mb.num_parts, SEQS);
-  for (int p = 0; p < SEQS; p++) assert_int_equal(mb.parts[p].num_seqs, 1);
-  assert_int_equal(mb.parts[2].num_logits, 0);
-  assert_int_equal(mb.first_logit[3], 2);
-  microbatches_split(&mb, &b, 4);
-  assert_int_equal(mb.num_parts, 4);
+  Fixture *f = *state;
+  MicroBatches *mb = &f->mb;
+  microbatches_split(mb, &f->batch, 8);
+  assert_int_equal(mb->num_parts, SEQS);
+  for (int p = 0; p < SEQS; p++) assert_int_equal(mb->parts[p].num_seqs, 1);
+  assert_int_equal(mb->parts[2].num_logits, 0);
+  assert_int_equal(mb->first_logit[3], 2);
+  microbatches_split(mb, &f->batch, 4);
+  assert_int_equal(mb->num_parts, 4);
   const int want_seqs[4] = {2, 1, 1, 1};  // shares of 4 tokens: ends after 9, 11, 13, 16
   int seqs = 0, tokens = 0;
   for (int p = 0; p < 4; p++) {
-    assert_int_equal(mb.parts[p].num_seqs, want_seqs[p]);
-    seqs += mb.parts[p].num_seqs;
-    tokens += mb.parts[p].num_tokens;
+    assert_int_equal(mb->parts[p].num_seqs, want_seqs[p]);
+    seqs += mb->parts[p].num_seqs;
+    tokens += mb->parts[p].num_tokens;
   }
   assert_int_equal(seqs, SEQS);
   assert_int_equal(tokens, TOKENS);
-  microbatches_free(&mb);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_two_parts),
-      cmocka_unit_test(test_parts_keep_a_sequence_each),
+      cmocka_unit_test_setup_teardown(test_two_parts, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_parts_keep_a_sequence_each, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
