@@ -313,9 +313,25 @@ RunStat run_data_stat(const RunPair *pair, const char *key) {
   return s;
 }
 
+const char *run_command_without_folder(const char *command) {
+  const char *program_end = strchr(command, ' ');
+  if (!program_end) program_end = command + strlen(command);
+  const char *shown = command;
+  for (const char *p = command; p < program_end; p++)
+    if (*p == '/') shown = p + 1;
+  return shown;
+}
+
 json_t *run_data_export(const RunData *run) {
   json_t *out = json_deep_copy(run->manifest);
   CHECK(out);
+  size_t i_engine;
+  json_t *engine;
+  json_array_foreach(json_object_get(out, "engines"), i_engine, engine) {
+    const char *command = json_string_value(json_object_get(engine, "command"));
+    if (command)
+      json_object_set_new(engine, "command", json_string(run_command_without_folder(command)));
+  }
   json_t *results = json_object();
   for (size_t i = 0; i < run->num_engines * run->num_workloads; i++) {
     const RunPair *p = &run->pairs[i];

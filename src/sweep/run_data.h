@@ -87,4 +87,9 @@ RunStat run_data_stat(const RunPair *pair, const char *key);
 // The run as a result file (the reference schema), for CI baselines: a new object.
 json_t *run_data_export(const RunData *run);
 
+// The command without the folder of its program ("/x/build/bin/gptoss-engine serve ..." ->
+// "gptoss-engine serve ..."), a pointer into command: what reports and exported result files
+// show, so they read the same on every machine (manifest.json keeps the full command).
+const char *run_command_without_folder(const char *command);
+
 #endif

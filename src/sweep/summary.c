@@ -142,21 +142,9 @@ static void cell_change(Buf *out, double change) {
   else buf_printf(out, " %+.1f%% |", change * 100);
 }
 
-// The command without the folder of its program ("/x/build/bin/gptoss-engine serve ..." ->
-// "gptoss-engine serve ..."): the table reads the same on every machine (manifest.json keeps the
-// full command).
-static const char *command_for_display(const char *command) {
-  const char *program_end = strchr(command, ' ');
-  if (!program_end) program_end = command + strlen(command);
-  const char *shown = command;
-  for (const char *p = command; p < program_end; p++)
-    if (*p == '/') shown = p + 1;
-  return shown;
-}
-
 static void describe_engine(Buf *out, const char *what, const RunEngine *e) {
   buf_printf(out, "%s: %s", what, e->label);
-  if (e->command) buf_printf(out, " (`%s`)", command_for_display(e->command));
+  if (e->command) buf_printf(out, " (`%s`)", run_command_without_folder(e->command));
   buf_printf(out, ", %d GPU%s.\n", e->gpus, e->gpus == 1 ? "" : "s");
 }
 

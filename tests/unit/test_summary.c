@@ -1,7 +1,9 @@
 // test_summary.c: summary.md and summary.csv of tests/fixtures/sweep/run-a against golden text
 // written from the fixture numbers (gains: 2400/2/1000-1 = +20.0% per GPU, 3000/2/2000-1 =
 // -25.0%; '-' cells and the failed engine's error), the repeat=3 median (min-max) cells, report
-// --compare against the study's reference file, export round trip, and plot's .dat/.gp files
+// --compare against the study's reference file, export round trip, commands shown without their
+// program's folder (summaries and exported files read the same on every machine), and plot's
+// .dat/.gp files
 // (plus PNG/SVG when gnuplot is installed) and its error naming gnuplot-nox.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -141,6 +143,17 @@ static void test_export_round_trip(void **state) {
   run_data_free(&r);
 }
 
+static void test_command_without_folder(void **state) {
+  (void)state;
+  assert_string_equal(run_command_without_folder("/x/build/bin/gptoss-engine serve m --port 1"),
+                      "gptoss-engine serve m --port 1");
+  assert_string_equal(run_command_without_folder("bin/gptoss-engine"), "gptoss-engine");
+  // Only the program's folder: a path among the arguments stays.
+  assert_string_equal(run_command_without_folder("vllm serve /models/gpt-oss-120b"),
+                      "vllm serve /models/gpt-oss-120b");
+  assert_string_equal(run_command_without_folder(""), "");
+}
+
 static void remove_dir(const char *dir) {
   static const char *const NAMES[] = {"throughput.dat", "ttft.dat", "tpot.dat", "tradeoff.dat",
                                       "throughput.gp", "latency.gp", "tradeoff.gp",
@@ -193,6 +206,7 @@ int main(void) {
       cmocka_unit_test(test_compare_with_reference),
       cmocka_unit_test(test_reference_summary),
       cmocka_unit_test(test_export_round_trip),
+      cmocka_unit_test(test_command_without_folder),
       cmocka_unit_test(test_plot_files),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
