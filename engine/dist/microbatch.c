@@ -49,6 +49,12 @@ static Batch cut(const Batch *b, int s0, int s1, int32_t *qs, int32_t *li, int *
 
 void microbatches_split(MicroBatches *mb, const Batch *b, int max_parts) {
   CHECK(max_parts >= 1 && max_parts <= MICROBATCH_MAX_PARTS && b->num_seqs >= 1);
+  if (max_parts == 1) {  // no pipeline: the batch as it is, nothing copied (every step's path)
+    mb->num_parts = 1;
+    mb->parts[0] = *b;
+    mb->first_logit[0] = 0;
+    return;
+  }
   for (int i = 1; i < b->num_logits; i++) CHECK(b->logits_indices[i] > b->logits_indices[i - 1]);
   reserve(mb, b->num_seqs, b->num_logits);
   const int parts = max_parts < b->num_seqs ? max_parts : b->num_seqs;

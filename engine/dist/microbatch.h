@@ -26,7 +26,8 @@ void microbatches_free(MicroBatches *mb);
 
 // Cuts b into min(max_parts, b->num_seqs) parts (max_parts <= MICROBATCH_MAX_PARTS), each a run
 // of whole sequences, ending where the tokens so far first reach the part's share of the total.
-// b's logits indices must ascend (each sequence's logits follow the previous one's).
+// b's logits indices must ascend (each sequence's logits follow the previous one's). With
+// max_parts 1 the one part is b itself (its arrays, not copies), valid while b is.
 void microbatches_split(MicroBatches *mb, const Batch *b, int max_parts);
 
 #endif

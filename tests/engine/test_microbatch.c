@@ -108,10 +108,22 @@ static void test_parts_keep_a_sequence_each(void **state) {
   assert_int_equal(tokens, TOKENS);
 }
 
+// One part (no pipeline) is the batch itself: the same arrays, nothing rebased or copied.
+static void test_one_part_is_the_batch(void **state) {
+  Fixture *f = *state;
+  microbatches_split(&f->mb, &f->batch, 1);
+  assert_int_equal(f->mb.num_parts, 1);
+  assert_ptr_equal(f->mb.parts[0].query_start, f->batch.query_start);
+  assert_ptr_equal(f->mb.parts[0].logits_indices, f->batch.logits_indices);
+  assert_int_equal(f->mb.parts[0].num_tokens, TOKENS);
+  assert_int_equal(f->mb.first_logit[0], 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_two_parts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_parts_keep_a_sequence_each, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_one_part_is_the_batch, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
