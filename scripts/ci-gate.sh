@@ -6,7 +6,9 @@
 #
 # Exit status is the gate's: 0 pass, 1 regression (more than MAX_DROP percent worse), 2 unusable
 # input (the sweep or the baseline is missing a pair). Environment: BUILD (default build),
-# MAX_DROP (default 5), METRICS (default total_token_throughput,mean_tpot_ms).
+# MAX_DROP (default 5), METRICS (default total_token_throughput,mean_tpot_ms), RELATIVE_TO (an
+# engine id: judge ratios to that engine of the same run, so the baseline may come from another
+# machine; default: absolute numbers, for a job that always runs on the same machine).
 # To refresh the baseline after an intended change, export a good run as a result file:
 #   build/bin/gptoss-bench report results/<run> --export results/baselines/ci-gpu.json
 set -euo pipefail
@@ -26,7 +28,7 @@ run=$(ls -dt results/*-*T*Z | head -n 1)
 # 3. The gate: medians over the sweep's repeats, per GPU so TP/PP configurations compare fairly.
 set +e
 "$bin" gate "$baseline" "$run" --metric "${METRICS:-total_token_throughput,mean_tpot_ms}" \
-  --max-drop "${MAX_DROP:-5}" --per-gpu
+  --max-drop "${MAX_DROP:-5}" --per-gpu ${RELATIVE_TO:+--relative-to "$RELATIVE_TO"}
 status=$?
 set -e
 echo "ci-gate: gate exit status $status (0 pass, 1 regression, 2 unusable input); run: $run"

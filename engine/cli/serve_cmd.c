@@ -165,6 +165,22 @@ static void check_capabilities(ServeOptions *o) {
         o->max_num_seqs, o->max_num_batched_tokens);
 }
 
+// GPTOSS_TEST_STEP_SLOWDOWN=F (F >= 1): every engine step takes F times as long, for the test
+// that proves the CI gate catches a slower engine. Announced on stderr, so no log hides it.
+static double test_step_slowdown(void) {
+  const char *v = getenv("GPTOSS_TEST_STEP_SLOWDOWN");
+  if (!v || !*v) return 0;
+  char *end;
+  double f = strtod(v, &end);
+  if (*end || !(f >= 1 && f <= 1000))
+    die("serve: GPTOSS_TEST_STEP_SLOWDOWN='%s' must be a factor from 1 to 1000 (it slows every "
+        "step, for testing only; unset it to run at full speed)",
+        v);
+  fprintf(stderr, "gptoss-engine serve: warning: GPTOSS_TEST_STEP_SLOWDOWN=%g: every step is "
+          "made %gx slower (for testing only)\n", f, f);
+  return f;
+}
+
 // --kv-cache-memory: bytes with an optional K/KiB/M/MiB/G/GiB suffix, or a fraction (0, 1] of
 // the device's memory free now (after the weights are loaded).
 static size_t kv_cache_bytes(const char *spec, DeviceKind device) {
@@ -267,7 +283,8 @@ int serve_cmd_main(int argc, char **argv) {
                          .max_model_len = (int)(o.max_model_len ? o.max_model_len : model_len),
                          .block_size = o.block_size,
                          .num_kv_blocks = (int)(kv_bytes / block_bytes),
-                         .async_scheduling = o.async_scheduling};
+                         .async_scheduling = o.async_scheduling,
+                         .step_slowdown = test_step_slowdown()};
   if (config.num_kv_blocks < 1)
     die("serve: --kv-cache-memory %s holds no block of %d tokens (%zu bytes); give more",
         o.kv_cache_memory, o.block_size, block_bytes);

@@ -1,5 +1,5 @@
 // gate_cmd.c: `gptoss-bench gate BASELINE CANDIDATE [--metric K,...] [--max-drop PCT]
-// [--per-gpu]`: flags and loading; the judging is gate.c's. Exit 0 pass, 1 regression, 2
+// [--per-gpu] [--relative-to ENGINE]`: flags and loading; the judging is gate.c's. Exit 0 pass, 1 regression, 2
 // unusable input (bad flags, unreadable files, missing pairs).
 #include "sweep/gate_cmd.h"
 
@@ -14,11 +14,15 @@
 
 static const char USAGE[] =
     "usage: gptoss-bench gate BASELINE CANDIDATE [--metric K,...] [--max-drop PCT] [--per-gpu]\n"
+    "                         [--relative-to ENGINE]\n"
     "  BASELINE, CANDIDATE  run folders or result files (results/baselines/*.json)\n"
     "  --metric K,...       result keys to judge (default total_token_throughput); throughputs\n"
     "                       must not fall, latencies (*_ms) must not rise\n"
     "  --max-drop PCT       how much worse a metric may get, in percent (default 5)\n"
     "  --per-gpu            throughputs divided by each engine's GPU count\n"
+    "  --relative-to ENGINE judge each engine's value divided by ENGINE's on the same workload\n"
+    "                       in the same run: ratios measured on one machine, so a baseline\n"
+    "                       recorded on another CPU still applies (ENGINE itself is not judged)\n"
     "exit status: 0 pass, 1 regression, 2 unusable input\n";
 
 static int usage_error(const char *what, const char *arg) {
@@ -39,6 +43,8 @@ int gate_cmd_main(int argc, char **argv) {
       return 0;
     } else if (strcmp(a, "--per-gpu") == 0) {
       o.per_gpu = true;
+    } else if (strcmp(a, "--relative-to") == 0 && i + 1 < argc) {
+      o.relative_to = argv[++i];
     } else if (strcmp(a, "--metric") == 0 && i + 1 < argc) {
       if (strlen(argv[++i]) >= sizeof metric_list) return usage_error("--metric too long:", a);
       strcpy(metric_list, argv[i]);

@@ -228,8 +228,29 @@ static void result_blocks(Buf *out, const RunData *run) {
   }
 }
 
+// "Machine: CPU (ISA flags; N usable CPUs), commit C." when the run recorded them: which machine
+// made these numbers (throughput is only comparable on the same one).
+static void machine_line(Buf *out, const RunData *run) {
+  const char *cpu = json_string_value(json_object_get(run->manifest, "cpu"));
+  const char *commit = json_string_value(json_object_get(run->manifest, "git_commit"));
+  if (!cpu && !commit) return;
+  buf_printf(out, "Machine: %s", cpu ? cpu : "CPU not recorded");
+  json_t *detail = json_object_get(run->manifest, "cpu_detail");
+  if (json_is_object(detail)) {
+    size_t i;
+    json_t *flag;
+    buf_append_str(out, " (");
+    json_array_foreach(json_object_get(detail, "isa"), i, flag)
+        buf_printf(out, "%s%s", i ? " " : "", json_string_value(flag));
+    buf_printf(out, "; %lld usable CPUs)",
+               (long long)json_integer_value(json_object_get(detail, "usable_cpus")));
+  }
+  buf_printf(out, ", commit %.12s.\n\n", commit ? commit : "not recorded");
+}
+
 void summary_render_md(Buf *out, const RunData *run, const RunData *compare) {
   buf_printf(out, "# %s\n\n", run->name);
+  machine_line(out, run);
   if (run->repeat > 1)
     buf_printf(out, "Each pair ran %d times: cells show the median and (min-max).\n\n",
                run->repeat);

@@ -1,5 +1,5 @@
 // sweep_cmd.c: `gptoss-bench sweep FILE [--name N] [--results-dir DIR] [--only ID[,ID...]]
-// [--dry-run]`: reads and checks the sweep file, runs it (sweep_run.c), then writes the run's
+// [--rounds N] [--dry-run]`: reads and checks the sweep file, runs it (sweep_run.c), then writes the run's
 // summary (summary.c). Dies with a clear message on bad input; exits 130 after Ctrl-C.
 #include "sweep/sweep_cmd.h"
 
@@ -16,10 +16,11 @@
 
 static const char USAGE[] =
     "usage: gptoss-bench sweep FILE.ini [--name NAME] [--results-dir DIR (results)]\n"
-    "                          [--only ENGINE[,ENGINE...]] [--dry-run]\n"
+    "                          [--only ENGINE[,ENGINE...]] [--rounds N] [--dry-run]\n"
     "  Starts each engine of FILE in turn, runs its workloads with the load generator and\n"
     "  writes DIR/NAME-<UTC time>/ (manifest.json, <engine>/engine.log, <engine>/<workload>.json,\n"
-    "  summary.md). --dry-run checks FILE and prints the plan. Ctrl-C stops, exit status 130.\n";
+    "  summary.md). --rounds N overrides [sweep] rounds (e.g. more rounds to record a gate\n"
+    "  baseline). --dry-run checks FILE and prints the plan. Ctrl-C stops, exit status 130.\n";
 
 static void select_engines(const SweepFile *f, const char *only, bool *selected) {
   for (size_t i = 0; i < f->num_engines; i++) selected[i] = only == NULL;
@@ -59,7 +60,7 @@ static void print_plan(const SweepFile *f, const bool *selected, const char *eng
 }
 
 int sweep_cmd_main(int argc, char **argv) {
-  const char *path = NULL, *name = NULL, *results_dir = "results", *only = NULL;
+  const char *path = NULL, *name = NULL, *results_dir = "results", *only = NULL, *rounds = NULL;
   bool dry_run = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -71,6 +72,7 @@ int sweep_cmd_main(int argc, char **argv) {
     else if (strcmp(a, "--name") == 0 && has_value) name = argv[++i];
     else if (strcmp(a, "--results-dir") == 0 && has_value) results_dir = argv[++i];
     else if (strcmp(a, "--only") == 0 && has_value) only = argv[++i];
+    else if (strcmp(a, "--rounds") == 0 && has_value) rounds = argv[++i];
     else if (a[0] != '-' && !path) path = a;
     else die("sweep: unexpected argument '%s'\n%s", a, USAGE);
   }
@@ -79,6 +81,13 @@ int sweep_cmd_main(int argc, char **argv) {
   char err[1024], exe_dir[1024], run_dir[1200];
   SweepFile f;
   if (!sweep_file_load(&f, path, err, sizeof err)) die("sweep: %s", err);
+  if (rounds) {
+    char *end;
+    long n = strtol(rounds, &end, 10);
+    if (*end || end == rounds || n < 1 || n > 1000)
+      die("sweep: --rounds '%s' must be a whole number from 1 to 1000", rounds);
+    f.rounds = (int)n;
+  }
   if (!file_exe_dir(exe_dir, sizeof exe_dir)) die("sweep: cannot find this program's folder");
   char engine_bin[1100];
   snprintf(engine_bin, sizeof engine_bin, "%s/gptoss-engine", exe_dir);

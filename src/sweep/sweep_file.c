@@ -223,12 +223,14 @@ static bool read_sweep_key(const Ctx *c, SweepFile *f, const Entry *e) {
     return true;
   }
   if (strcmp(e->key, "repeat") == 0) return parse_int(c, e, 1, 1000, &f->repeat);
+  if (strcmp(e->key, "rounds") == 0) return parse_int(c, e, 1, 1000, &f->rounds);
   if (strcmp(e->key, "base_port") == 0) return parse_int(c, e, 0, 65535, &f->base_port);
   if (strcmp(e->key, "stop_grace") == 0) return parse_int(c, e, 0, 3600, &f->stop_grace_sec);
   if (strcmp(e->key, "baseline") == 0) return engine_ref(c, f, e, &f->baseline);
   if (strcmp(e->key, "optimized") == 0) return engine_ref(c, f, e, &f->optimized);
   return fail(c, e->line, e->section, e->key,
-              "unknown key: use name, repeat, baseline, optimized, base_port or stop_grace");
+              "unknown key: use name, repeat, rounds, baseline, optimized, base_port or "
+              "stop_grace");
 }
 
 static bool read_engine_key(const Ctx *c, SweepFile *f, SweepEngine *en, const Entry *e,
@@ -446,7 +448,7 @@ static void default_name(SweepFile *f) {
 }
 
 bool sweep_file_parse(SweepFile *f, const char *path, const char *text, char *err, size_t err_size) {
-  *f = (SweepFile){.path = xstrdup(path), .repeat = 1, .stop_grace_sec = 10, .baseline = -1,
+  *f = (SweepFile){.path = xstrdup(path), .repeat = 1, .rounds = 1, .stop_grace_sec = 10, .baseline = -1,
                    .optimized = -1};
   buf_append_str(&f->text, text);
   Ctx c = {path, err, err_size};

@@ -3,8 +3,8 @@
 // only; it starts nothing and knows nothing of processes or HTTP.
 //
 // Schema (README.md "gptoss-bench sweep" has the long form):
-//   [sweep]          name, repeat (1), baseline, optimized (engine ids), base_port (0: a free
-//                    port per engine), stop_grace (10 s)
+//   [sweep]          name, repeat (1), rounds (1), baseline, optimized (engine ids), base_port
+//                    (0: a free port per engine), stop_grace (10 s)
 //   [engine.ID]      label, gpus (1), ready_timeout (600 s), workloads (ids; default all),
 //                    env.NAME = value (added to the environment, no shell), and either
 //                    model + args (the built-in gptoss-engine: `serve MODEL --port {port} ARGS`)
@@ -55,7 +55,9 @@ typedef struct {
   char *path;
   Buf text;                  // the file as read (for the run's manifest)
   char *name;                // default: the file's base name without ".ini"
-  int repeat;
+  int repeat;                // runs of each workload in a row, per engine start
+  int rounds;                // passes over the engine list (each starts every engine again), so
+                             // a drift in the machine's speed hits every engine alike
   int base_port;             // 0: pick a free port per engine
   int stop_grace_sec;
   long baseline, optimized;  // engine indexes, -1 when not given

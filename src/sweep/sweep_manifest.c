@@ -4,12 +4,15 @@
 #include "sweep/sweep_manifest.h"
 
 #include <curl/curl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/buf.h"
+#include "common/check.h"
 #include "common/file.h"
 
 // First line of a constant command's output; null when the command fails or prints nothing.
@@ -23,21 +26,56 @@ static json_t *command_line(const char *cmd) {
   return got && rc == 0 && line[0] ? json_string(line) : json_null();
 }
 
-static json_t *cpu_name(void) {
+// The value of the first "KEY : value" line of /proc/cpuinfo (malloc'd), NULL when absent.
+static char *cpuinfo_value(const char *key) {
   FILE *f = fopen("/proc/cpuinfo", "r");
-  char line[512];
-  json_t *name = json_null();
-  while (f && fgets(line, sizeof line, f))
-    if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
-      char *v = strchr(line, ':') + 1;
-      while (*v == ' ') v++;
-      v[strcspn(v, "\n")] = '\0';
-      json_decref(name);
-      name = json_string(v);
-      break;
-    }
+  char line[8192];
+  char *value = NULL;
+  size_t key_len = strlen(key);
+  while (f && !value && fgets(line, sizeof line, f)) {
+    char *colon = strchr(line, ':');
+    if (!colon || strncmp(line, key, key_len) != 0) continue;
+    if (strspn(line + key_len, " \t") != (size_t)(colon - line) - key_len) continue;
+    char *v = colon + 1;
+    while (*v == ' ') v++;
+    v[strcspn(v, "\n")] = '\0';
+    value = xstrdup(v);
+  }
   if (f) fclose(f);
-  return name;
+  return value;
+}
+
+// The CPU as a reader of a baseline needs it: /proc/cpuinfo's model name (a VM may show only
+// "AMD EPYC"), vendor, family/model/stepping, the kernel-relevant ISA flags it has (the engine
+// picks its kernels by them), and how many CPUs this process may run on.
+static json_t *cpu_info(char **model_name) {
+  static const char *const NOTABLE[] = {"avx2",        "fma",          "avx512f",
+                                        "avx512bw",    "avx512vl",     "avx512_vnni",
+                                        "avx512_bf16", "avx_vnni",     "amx_tile",
+                                        "amx_bf16",    "amx_int8",     "avx512_fp16"};
+  char *vendor = cpuinfo_value("vendor_id"), *family = cpuinfo_value("cpu family");
+  char *model = cpuinfo_value("model"), *stepping = cpuinfo_value("stepping");
+  char *flags = cpuinfo_value("flags");
+  *model_name = cpuinfo_value("model name");
+  json_t *isa = json_array();
+  Buf padded = {0};  // " flag flag ... ": each flag found as " NAME "
+  buf_printf(&padded, " %s ", flags ? flags : "");
+  for (size_t i = 0; i < sizeof NOTABLE / sizeof *NOTABLE; i++) {
+    char word[32];
+    snprintf(word, sizeof word, " %s ", NOTABLE[i]);
+    if (strstr(padded.data, word)) json_array_append_new(isa, json_string(NOTABLE[i]));
+  }
+  buf_free(&padded);
+  cpu_set_t set;
+  int usable = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  json_t *j = json_pack("{s:s?, s:s?, s:s?, s:s?, s:o, s:i}", "vendor", vendor, "family", family,
+                        "model", model, "stepping", stepping, "isa", isa, "usable_cpus", usable);
+  free(vendor);
+  free(family);
+  free(model);
+  free(stepping);
+  free(flags);
+  return j;
 }
 
 json_t *sweep_host_info(void) {
@@ -46,8 +84,12 @@ json_t *sweep_host_info(void) {
   json_t *git = command_line("git rev-parse HEAD 2>/dev/null");
   json_t *versions = json_pack("{s:O, s:s, s:s}", "gptoss-bench", git, "jansson", JANSSON_VERSION,
                                "libcurl", curl_version_info(CURLVERSION_NOW)->version);
-  return json_pack("{s:o, s:s, s:o, s:o, s:o}", "git_commit", git, "host", host, "cpu", cpu_name(),
-                   "gpu",
+  char *model_name;
+  json_t *cpu_detail = cpu_info(&model_name);
+  json_t *cpu = model_name ? json_string(model_name) : json_null();
+  free(model_name);
+  return json_pack("{s:o, s:s, s:o, s:o, s:o, s:o}", "git_commit", git, "host", host, "cpu", cpu,
+                   "cpu_detail", cpu_detail, "gpu",
                    command_line("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader "
                                 "2>/dev/null"),
                    "versions", versions);
@@ -105,7 +147,9 @@ static json_t *manifest_json(const SweepManifest *m) {
   json_object_set_new(j, "baseline", engine_ref(f, f->baseline));
   json_object_set_new(j, "optimized", engine_ref(f, f->optimized));
   json_object_set_new(j, "comparisons", comparisons);
-  json_object_set_new(j, "repeat", json_integer(f->repeat));
+  // "repeat": results per (engine, workload) pair, over all rounds (what run_data loads).
+  json_object_set_new(j, "repeat", json_integer((json_int_t)f->repeat * f->rounds));
+  json_object_set_new(j, "rounds", json_integer(f->rounds));
   return j;
 }
 

@@ -1,6 +1,6 @@
-// sweep_run.c: the sweep loop. For each engine: start it in its own process group, wait until it
-// is ready, run its workloads through bench_run (results in <run>/<engine>/<workload>[.rK].json),
-// stop it; an engine that fails to start, or exits during a workload, is recorded as failed with
+// sweep_run.c: the sweep loop. For each round, for each engine: start it in its own process
+// group, wait until it is ready, run its workloads through bench_run (results in
+// <run>/<engine>/<workload>[.rK].json, K counting on over the rounds), stop it; an engine that fails to start, or exits during a workload, is recorded as failed with
 // its last error line and the loop goes on. SIGINT and SIGTERM set a flag and send SIGTERM to the
 // running engine's group, SIGKILL after stop_grace (SIGALRM) or at a second signal; the loop then
 // stops the engine, marks the manifest interrupted and returns.
@@ -93,7 +93,13 @@ static void format_duration(int64_t ns, char *out, size_t out_size) {
 typedef struct {
   size_t config, num_configs;      // i/N among the selected engines
   size_t workload, num_workloads;  // j/M among this engine's workloads
+  int round;                       // r/rounds
 } Position;
+
+// The k-th (1-based) result of a pair: repeats count on over the rounds.
+static int run_index(const SweepFile *f, const Position *at, int rep) {
+  return (at->round - 1) * f->repeat + rep;
+}
 
 static void progress(const Sweep *s, const Position *at, const SweepEngine *e,
                      const SweepWorkload *w, int rep) {
@@ -104,7 +110,8 @@ static void progress(const Sweep *s, const Position *at, const SweepEngine *e,
                     sizeof eta);
   fprintf(stderr, "sweep: configuration %zu/%zu %s, workload %zu/%zu %s", at->config,
           at->num_configs, e->id, at->workload, at->num_workloads, w->id);
-  if (s->f->repeat > 1) fprintf(stderr, " (run %d/%d)", rep, s->f->repeat);
+  int runs = s->f->repeat * s->f->rounds;
+  if (runs > 1) fprintf(stderr, " (run %d/%d)", run_index(s->f, at, rep), runs);
   fprintf(stderr, ", elapsed %s, ETA %s\n", elapsed, eta);
 }
 
@@ -131,10 +138,13 @@ __attribute__((format(printf, 2, 3))) static void set_failed(SweepEngineState *s
   fprintf(stderr, "sweep: failed: %s\n", text);
 }
 
-static void result_path(const Sweep *s, const SweepEngine *e, const SweepWorkload *w, int rep,
-                        char *out, size_t out_size) {
-  if (s->f->repeat > 1) snprintf(out, out_size, "%s/%s/%s.r%d.json", s->run_dir, e->id, w->id, rep);
-  else snprintf(out, out_size, "%s/%s/%s.json", s->run_dir, e->id, w->id);
+static void result_path(const Sweep *s, const SweepEngine *e, const SweepWorkload *w,
+                        const Position *at, int rep, char *out, size_t out_size) {
+  if (s->f->repeat * s->f->rounds > 1)
+    snprintf(out, out_size, "%s/%s/%s.r%d.json", s->run_dir, e->id, w->id,
+             run_index(s->f, at, rep));
+  else
+    snprintf(out, out_size, "%s/%s/%s.json", s->run_dir, e->id, w->id);
 }
 
 // One workload run into path; false when the load generator failed (err says why).
@@ -175,7 +185,7 @@ static void run_workloads(Sweep *s, const SweepEngine *e, EngineProcess *p, Posi
     at->workload++;
     for (int rep = 1; rep <= f->repeat && !g_interrupted; rep++) {
       char path[1400], err[1024];
-      result_path(s, e, w, rep, path, sizeof path);
+      result_path(s, e, w, at, rep, path, sizeof path);
       progress(s, at, e, w, rep);
       bool ok = run_workload(s, e, w, p->port, path, err, sizeof err);
       if (g_interrupted) {
@@ -195,19 +205,26 @@ static void run_workloads(Sweep *s, const SweepEngine *e, EngineProcess *p, Posi
   }
 }
 
+// Workload runs of engine e in one round.
+static size_t runs_per_round(const SweepFile *f, const SweepEngine *e) {
+  size_t n = 0;
+  for (size_t i = 0; i < f->num_workloads; i++) n += e->runs[i] * (size_t)f->repeat;
+  return n;
+}
+
 static void run_engine(Sweep *s, size_t ei, Position *at) {
   const SweepFile *f = s->f;
   const SweepEngine *e = &f->engines[ei];
   SweepEngineState *st = &s->engines[ei];
   char dir[1200], log_path[1300], err[2048];
-  size_t num_runs = 0;
-  for (size_t i = 0; i < f->num_workloads; i++) num_runs += e->runs[i] * (size_t)f->repeat;
+  size_t num_runs = runs_per_round(f, e);
   size_t left_before = s->num_pairs_left;
   at->workload = 0;
   at->num_workloads = 0;
   for (size_t i = 0; i < f->num_workloads; i++) at->num_workloads += e->runs[i];
   snprintf(dir, sizeof dir, "%s/%s", s->run_dir, e->id);
-  snprintf(log_path, sizeof log_path, "%s/engine.log", dir);
+  if (at->round == 1) snprintf(log_path, sizeof log_path, "%s/engine.log", dir);
+  else snprintf(log_path, sizeof log_path, "%s/engine.round%d.log", dir, at->round);
   int port = f->base_port ? f->base_port : eproc_free_port();
   char **argv = sweep_engine_argv(e, s->o->engine_bin, port);
   free(st->command);
@@ -217,8 +234,9 @@ static void run_engine(Sweep *s, size_t ei, Position *at) {
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
     snprintf(err, sizeof err, "cannot create %s: %s", dir, strerror(errno));
   } else {
-    fprintf(stderr, "sweep: configuration %zu/%zu %s: starting %s\n", at->config, at->num_configs,
-            e->id, st->command);
+    fprintf(stderr, "sweep: configuration %zu/%zu %s", at->config, at->num_configs, e->id);
+    if (f->rounds > 1) fprintf(stderr, " (round %d/%d)", at->round, f->rounds);
+    fprintf(stderr, ": starting %s\n", st->command);
     started = eproc_start(&p, argv, e->env, e->num_env, port, log_path, err, sizeof err);
   }
   sweep_argv_free(argv);
@@ -304,7 +322,7 @@ SweepOutcome sweep_run(const SweepFile *f, const SweepRunOptions *o, char *run_d
     if (!o->selected[i]) continue;
     at.num_configs++;
     for (size_t j = 0; j < f->num_workloads; j++)
-      s.num_pairs_left += f->engines[i].runs[j] * (size_t)f->repeat;
+      s.num_pairs_left += f->engines[i].runs[j] * (size_t)f->repeat * (size_t)f->rounds;
   }
 
   struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term, old_alrm;
@@ -316,11 +334,18 @@ SweepOutcome sweep_run(const SweepFile *f, const SweepRunOptions *o, char *run_d
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGALRM, &sa, &old_alrm);
   bool ok = write_manifest(&s, err, err_size);
-  for (size_t i = 0; ok && i < f->num_engines && !g_interrupted; i++) {
-    if (!o->selected[i]) continue;
-    at.config++;
-    run_engine(&s, i, &at);
-    ok = write_manifest(&s, err, err_size);
+  for (at.round = 1; ok && at.round <= f->rounds && !g_interrupted; at.round++) {
+    at.config = 0;
+    for (size_t i = 0; ok && i < f->num_engines && !g_interrupted; i++) {
+      if (!o->selected[i]) continue;
+      at.config++;
+      if (strcmp(s.engines[i].status, "failed") == 0) {  // in an earlier round: not again
+        s.num_pairs_left -= runs_per_round(f, &f->engines[i]);
+        continue;
+      }
+      run_engine(&s, i, &at);
+      ok = write_manifest(&s, err, err_size);
+    }
   }
   s.manifest.finished = true;
   if (ok) ok = write_manifest(&s, err, err_size);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # sweep_cpu.sh: runs `gptoss-bench sweep configs/ci.ini` on the built-in CPU engine and checks the
 # run folder (manifest fields, one result JSON per engine and workload, the sink-less backend
-# recorded as failed with its error line), that no engine process is left, the gate (pass against
-# the run itself, fail against a clearly faster baseline), and Ctrl-C: exit 130, no process left,
-# a manifest with interrupted=true.
+# recorded as failed with its error line, three rounds), that no engine process is left, the gate
+# (pass against the run itself, fail against a clearly faster baseline, pass against the committed
+# baseline in ratios to the run's own reference engine), and Ctrl-C: exit 130, no process left, a
+# manifest with interrupted=true.
 # Usage: sweep_cpu.sh BUILD_DIR (prints TAP).
 set -u
 build="${1:?usage: sweep_cpu.sh BUILD_DIR}"
@@ -36,24 +37,38 @@ tap_ok "run folder results/ci-<UTC time>" [ -n "$run" ]
 tap_ok "manifest: name, sweep text, times, not interrupted" \
   [ "$(manifest_get "$run" '[m.name, m.sweep_text.includes("[engine.base]"), !!m.started, !!m.finished, m.interrupted].join()')" = "ci,true,true,true,false" ]
 tap_ok "manifest: baseline, optimized, one comparison, repeat" \
-  [ "$(manifest_get "$run" '[m.baseline, m.optimized, m.comparisons[0].name, m.comparisons[0].candidate, m.repeat].join()')" = "base,async,async scheduling,async,1" ]
+  [ "$(manifest_get "$run" '[m.baseline, m.optimized, m.comparisons[0].name, m.comparisons[0].candidate, m.repeat].join()')" = "base,async,async scheduling,async,3" ]
 tap_ok "manifest: host, CPU, versions" [ "$(manifest_get "$run" '!!(m.host && m.cpu && m.versions)')" = true ]
+# The CPU as /proc/cpuinfo names it (vendor, family, model and the ISA flags the kernels go by).
+cpuinfo() { sed -n "s/^$1[[:space:]]*: //p" /proc/cpuinfo | head -1; }
+tap_ok "manifest: the CPU's model name, vendor and family from /proc/cpuinfo" \
+  [ "$(manifest_get "$run" '[m.cpu, m.cpu_detail.vendor, m.cpu_detail.family].join("|")')" = \
+    "$(cpuinfo 'model name')|$(cpuinfo vendor_id)|$(cpuinfo 'cpu family')" ]
+tap_ok "manifest: usable CPUs = nproc" [ "$(manifest_get "$run" 'm.cpu_detail.usable_cpus')" = "$(nproc)" ]
+tap_ok "manifest: rounds 3, so 3 results per pair" \
+  [ "$(manifest_get "$run" '[m.rounds, m.repeat].join()')" = "3,3" ]
 tap_ok "manifest: base and async ok" \
   [ "$(manifest_get "$run" 'm.engines.map(e => e.id + ":" + e.status).join()')" = "base:ok,async:ok,flashinfer:failed" ]
 tap_ok "manifest: FLASHINFER failed with its error line" \
   [ "$(manifest_get "$run" 'm.engines[2].error.includes("does not support attention sinks")')" = true ]
 all_results() {
-  for e in base async; do for w in random sharegpt; do
+  for e in base async; do for w in random sharegpt; do for k in 1 2 3; do
     node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1]));
-             process.exit(o.completed === 16 && o.total_token_throughput > 0 ? 0 : 1)' \
-      "$run/$e/$w.json" || return 1
-  done; done
+             process.exit(o.completed === 48 && o.total_token_throughput > 0 ? 0 : 1)' \
+      "$run/$e/$w.r$k.json" || return 1
+  done; done; done
 }
-tap_ok "one result JSON per engine and workload, 16 requests each" all_results
-logs() { [ -s "$run/base/engine.log" ] && [ -s "$run/flashinfer/engine.log" ]; }
-tap_ok "each engine has its log" logs
-tap_ok "the failed engine has no result" [ ! -e "$run/flashinfer/random.json" ]
-tap_ok "progress with ETA on stderr" grep -q 'configuration 2/3 async, workload 2/2 sharegpt, elapsed .*, ETA' "$tmp/err.txt"
+tap_ok "one result JSON per engine, workload and round, 48 requests each" all_results
+logs() {
+  [ -s "$run/base/engine.log" ] && [ -s "$run/base/engine.round2.log" ] &&
+    [ -s "$run/base/engine.round3.log" ] && [ -s "$run/flashinfer/engine.log" ]
+}
+tap_ok "each engine has its log, one per round" logs
+tap_ok "a failed engine is not started again in later rounds" [ ! -e "$run/flashinfer/engine.round2.log" ]
+tap_ok "the summary names the machine" grep -q "^Machine: $(cpuinfo 'model name') (" "$run/summary.md"
+tap_ok "the failed engine has no result" [ ! -e "$run/flashinfer/random.r1.json" ]
+tap_ok "progress with round and ETA on stderr" \
+  grep -q 'configuration 2/3 async, workload 2/2 sharegpt (run 3/3), elapsed .*, ETA' "$tmp/err.txt"
 tap_ok "no engine process is left behind" no_engine_left "$run"
 
 # The gate: the run passes against itself and fails against a baseline 10 times faster.
@@ -69,16 +84,19 @@ gate_fails() { ! "$bin" gate "$tmp/faster" "$run" > "$tmp/gate.txt" 2>&1; }
 tap_ok "gate: fails against a clearly faster baseline" gate_fails
 
 # The CI gate: this run against the committed baseline (results/baselines/ci-cpu.json, exported
-# from one ci.ini run with `gptoss-bench report RUN --export`). A shared 2-vCPU machine moves
-# throughput by up to 2x between runs (docs/PERF.md), so the tolerance is a 60% drop: loose
-# enough to hold on a busy CI machine, tight enough to catch the engine falling back to its
-# float32 path (3-4x slower) or losing its batching.
-gate_baseline() { "$bin" gate results/baselines/ci-cpu.json "$run" --max-drop 60 > "$tmp/gate.txt" 2>&1; }
+# from one ci.ini run with `gptoss-bench report RUN --export`), judged as ratios to the run's own
+# `base` engine, so a CPU 4x slower than the baseline's (or a busy one) moves both sides alike.
+# Medians of three rounds vary by up to about 17% between runs (docs/PERF.md); 35% holds that and
+# still catches a 2x slower engine (gate_slowdown.sh: -60%).
+gate_baseline() {
+  "$bin" gate results/baselines/ci-cpu.json "$run" --relative-to base --max-drop 35 > "$tmp/gate.txt" 2>&1 ||
+    { sed 's/^/# /' "$tmp/gate.txt"; return 1; }
+}
 case "$build" in  # ASan + UBSan (make test SANITIZE=1) make the engine several times slower
   */sanitize | */sanitize/)
     num_tests=$((num_tests + 1))
     echo "ok $num_tests - gate against results/baselines/ci-cpu.json # SKIP sanitizer build" ;;
-  *) tap_ok "gate: passes against results/baselines/ci-cpu.json (max drop 60%)" gate_baseline ;;
+  *) tap_ok "gate: passes against results/baselines/ci-cpu.json (ratios to base, max drop 35%)" gate_baseline ;;
 esac
 
 # Ctrl-C during the first engine's workloads.

@@ -1,7 +1,9 @@
 // test_gate.c: the gate against the run folders and result files in tests/fixtures/sweep:
 // higher- and lower-is-better verdicts, the --max-drop boundary, --per-gpu, the within-spread
-// note with repeats, a missing pair (exit 2, named), a failed candidate engine, and run_data's
-// errors naming file, line and column.
+// note with repeats, a missing pair (exit 2, named), a failed candidate engine, --relative-to
+// (ratios to a reference engine of each run: a slower machine passes, a configuration that lost
+// ground fails, a missing or failed reference is unusable), and run_data's errors naming file,
+// line and column.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,16 +20,17 @@
 
 static char *output;
 
-// Runs the gate on two fixtures; output holds its table.
-static GateResult gate(const char *base, const char *cand, const char *metric, double max_drop,
-                       bool per_gpu) {
+// Runs the gate on two fixtures (relative_to: NULL or the reference engine); output holds its
+// table.
+static GateResult gate_relative(const char *base, const char *cand, const char *metric,
+                                double max_drop, bool per_gpu, const char *relative_to) {
   RunData b, c;
   char err[512];
   assert_true(run_data_load(&b, base, err, sizeof err));
   assert_true(run_data_load(&c, cand, err, sizeof err));
   const char *metrics[] = {metric};
   GateOptions o = {.metrics = metrics, .num_metrics = 1, .max_drop_pct = max_drop,
-                   .per_gpu = per_gpu};
+                   .per_gpu = per_gpu, .relative_to = relative_to};
   size_t len;
   free(output);
   FILE *f = open_memstream(&output, &len);
@@ -36,6 +39,11 @@ static GateResult gate(const char *base, const char *cand, const char *metric, d
   run_data_free(&b);
   run_data_free(&c);
   return r;
+}
+
+static GateResult gate(const char *base, const char *cand, const char *metric, double max_drop,
+                       bool per_gpu) {
+  return gate_relative(base, cand, metric, max_drop, per_gpu, NULL);
 }
 
 static void test_higher_is_better_boundary(void **state) {
@@ -101,6 +109,53 @@ static void test_failed_candidate(void **state) {
                    GATE_PASS);
 }
 
+static void test_relative_to(void **state) {
+  (void)state;
+  // cand-slower-machine: every vllm figure halved (a machine half as fast). vllm-async-tp2 over
+  // vllm: sharegpt 2400/1000 = 2.4 -> 1200/500 = 2.4 (+0.0%); short 3000/2000 = 1.5 ->
+  // 1200/1000 = 1.2 (-20.0%).
+  assert_int_equal(gate(FIX "run-a", FIX "cand-slower-machine.json", "total_token_throughput",
+                        45, false),
+                   GATE_REGRESSION);  // absolute: -50%
+  assert_int_equal(gate_relative(FIX "run-a", FIX "cand-slower-machine.json",
+                                 "total_token_throughput", 20, false, "vllm"),
+                   GATE_PASS);
+  assert_non_null(strstr(output, "total_token_throughput / vllm"));
+  assert_non_null(strstr(output, "2.400          2.400     +0.0%  ok"));
+  assert_non_null(strstr(output, "1.500          1.200    -20.0%  ok"));
+  assert_non_null(strstr(output, "(ratios to engine 'vllm' of the same run)"));
+  assert_non_null(strstr(output, "candidate: " FIX "cand-slower-machine.json (cpu: a CPU half"));
+  assert_null(strstr(output, "\nvllm "));  // the reference's own rows are not judged
+  assert_int_equal(gate_relative(FIX "run-a", FIX "cand-slower-machine.json",
+                                 "total_token_throughput", 19.9, false, "vllm"),
+                   GATE_REGRESSION);
+  assert_non_null(strstr(output, "-20.0%  REGRESSION"));
+  // Lower is better, relative too: TPOT 12/10 = 1.2 -> 24/20 = 1.2; 15/20 = 0.75 -> 30/40.
+  assert_int_equal(gate_relative(FIX "run-a", FIX "cand-slower-machine.json", "mean_tpot_ms", 0,
+                                 false, "vllm"),
+                   GATE_PASS);
+  // Per GPU: async-tp2 has 2 GPUs on both sides, so the ratios halve alike: 1.2 -> 1.2.
+  assert_int_equal(gate_relative(FIX "run-a", FIX "cand-slower-machine.json",
+                                 "total_token_throughput", 20, true, "vllm"),
+                   GATE_PASS);
+  assert_non_null(strstr(output, "1.200          1.200     +0.0%"));
+}
+
+static void test_relative_to_unusable_reference(void **state) {
+  (void)state;
+  assert_int_equal(gate_relative(FIX "run-a", FIX "cand-ok.json", "total_token_throughput", 5,
+                                 false, "nope"),
+                   GATE_UNUSABLE);
+  assert_non_null(strstr(output, "--relative-to nope: the baseline " FIX
+                                 "run-a has no engine 'nope' (engines: vllm vllm-async-tp2 "
+                                 "vllm-flashinfer)"));
+  assert_int_equal(gate_relative(FIX "run-a", FIX "cand-ok.json", "total_token_throughput", 5,
+                                 false, "vllm-flashinfer"),
+                   GATE_UNUSABLE);
+  assert_non_null(strstr(output, "the reference engine 'vllm-flashinfer' failed in the baseline: "
+                                 "RuntimeError: no attention sinks"));
+}
+
 static void test_direction(void **state) {
   (void)state;
   assert_int_equal(gate_metric_direction("total_token_throughput"), 1);
@@ -153,6 +208,8 @@ int main(void) {
       cmocka_unit_test(test_within_spread),
       cmocka_unit_test(test_missing_pair),
       cmocka_unit_test(test_failed_candidate),
+      cmocka_unit_test(test_relative_to),
+      cmocka_unit_test(test_relative_to_unusable_reference),
       cmocka_unit_test(test_direction),
       cmocka_unit_test(test_load_errors),
       cmocka_unit_test(test_repeat_stats),

@@ -14,6 +14,7 @@ static const char GOOD[] =
     "[sweep]\n"
     "name = study\n"
     "repeat = 3\n"
+    "rounds = 2\n"
     "baseline = vllm\n"
     "optimized = tp2\n"
     "\n"
@@ -52,6 +53,7 @@ static void test_schema(void **state) {
   assert_true(sweep_file_parse(&f, "good.ini", GOOD, err, sizeof err));
   assert_string_equal(f.name, "study");
   assert_int_equal(f.repeat, 3);
+  assert_int_equal(f.rounds, 2);
   assert_int_equal(f.num_engines, 2);
   assert_int_equal(f.baseline, 0);
   assert_int_equal(f.optimized, 1);
@@ -104,6 +106,7 @@ static void test_defaults_and_port(void **state) {
                                err, sizeof err));
   assert_string_equal(f.name, "my.run");
   assert_int_equal(f.repeat, 1);
+  assert_int_equal(f.rounds, 1);
   assert_int_equal(f.base_port, 0);
   assert_int_equal(f.stop_grace_sec, 10);
   assert_int_equal(f.baseline, -1);
@@ -132,6 +135,7 @@ static void expect_error(const char *text, const char *want) {
 static void test_errors(void **state) {
   (void)state;
   expect_error(ENGINE WORKLOAD "[sweep]\nrepeat = 0\n", "bad.ini:6: [sweep] repeat: '0'");
+  expect_error(ENGINE WORKLOAD "[sweep]\nrounds = 0\n", "bad.ini:6: [sweep] rounds: '0'");
   expect_error(ENGINE WORKLOAD "[sweep]\nbaseline = nope\n", "bad.ini:6: [sweep] baseline: no [engine.nope]");
   expect_error(ENGINE WORKLOAD "[sweep]\nfoo = 1\n", "bad.ini:6: [sweep] foo: unknown key");
   expect_error(ENGINE WORKLOAD "[sweep]\nname = Bad Name\n", "bad.ini:6: [sweep] name:");
