@@ -4,6 +4,7 @@
 #
 #   make              build            make test         build + run every test suite
 #   make demo         the demo          make bench        benchmarks (docs/PERF.md)
+#   make peers        llama.cpp built (cached) and checked against our engine on the same weights
 #   make SANITIZE=1   ASan + UBSan build in build/sanitize (make test SANITIZE=1)
 #   make CUDA=0       leave the CUDA backend out even when nvcc exists
 #   make BUILD_ROOT=DIR  build somewhere other than build/
@@ -54,7 +55,7 @@ TEST_SRCS := $(wildcard tests/unit/test_*.c tests/engine/test_*.c)
 UNIT_TESTS := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(TEST_SRCS)))
 BENCHMARKS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/*.c))
 
-.PHONY: all deps test demo bench clean
+.PHONY: all deps test demo bench peers clean
 all: $(BENCH_BIN) $(ENGINE_BIN)
 
 deps:
@@ -108,6 +109,9 @@ demo: all
 
 bench: all $(BENCHMARKS)
 	@scripts/bench.sh $(BUILD)
+
+peers: all
+	@scripts/peers.sh $(BUILD)
 
 clean:
 	rm -rf build

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/check.h"
 #include "common/clock.h"
@@ -78,10 +77,10 @@ static void run_step(Engine *e, Step *step) {
         sampler_sample(e->logits + (size_t)entry->sample_row * (size_t)vocab, vocab,
                        &r->params.sampling, &r->rng, &e->sampler);
   }
-  if (e->config.step_slowdown > 1) {
-    int64_t extra_ns = (int64_t)((double)(clock_now_ns() - start_ns) * (e->config.step_slowdown - 1));
-    struct timespec ts = {.tv_sec = extra_ns / 1000000000, .tv_nsec = extra_ns % 1000000000};
-    while (nanosleep(&ts, &ts) != 0) continue;  // resumes after a signal
+  if (e->config.step_slowdown > 1) {  // spins, so the extra time costs CPU as real work does
+    int64_t until = clock_now_ns() + (int64_t)((double)(clock_now_ns() - start_ns) *
+                                               (e->config.step_slowdown - 1));
+    while (clock_now_ns() < until) continue;
   }
   double seconds = (double)(clock_now_ns() - start_ns) / 1e9;
   pthread_mutex_lock(&e->stats_lock);

@@ -19,7 +19,7 @@ typedef struct {
   int block_size;              // tokens per KV block (16)
   int num_kv_blocks;           // KV capacity = num_kv_blocks * block_size tokens
   bool async_scheduling;       // plan step N+1 while step N executes
-  double step_slowdown;        // testing only (> 1: each step sleeps until it has taken this
+  double step_slowdown;        // testing only (> 1: each step spins until it has taken this
                                // many times its own time; the gate's slowdown test); 0 or 1: off
 } EngineConfig;
 

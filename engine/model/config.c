@@ -127,6 +127,17 @@ static bool set_field(GptOssConfig *c, const ConfigKey *k, const json_t *value, 
   return true;
 }
 
+struct json_t *config_to_json(const GptOssConfig *c) {
+  json_t *j = json_object();
+  for (int i = 0; i < NUM_KEYS; i++) {
+    const void *field = (const char *)c + KEYS[i].offset;
+    json_object_set_new(j, KEYS[i].key,
+                        KEYS[i].is_int ? json_integer(*(const int *)field)
+                                       : json_real(*(const float *)field));
+  }
+  return j;
+}
+
 bool config_load_json(const char *path, GptOssConfig *out, char *err, size_t err_size) {
   json_error_t jerr;
   json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);

@@ -58,6 +58,11 @@ const char *config_preset_names(void);
 // message naming the file and the key.
 bool config_load_json(const char *path, GptOssConfig *out, char *err, size_t err_size);
 
+// The config as OpenAI's config.json object (the 16 keys, in the file's usual order), which
+// config_load_json reads back to the same struct. A new reference (Jansson's json_t, named by
+// its struct tag so that this header, included everywhere, needs no Jansson).
+struct json_t *config_to_json(const GptOssConfig *c);
+
 // Checks a config's consistency: positive sizes, query heads a multiple of KV heads, experts per
 // token <= experts, hidden and intermediate sizes multiples of 32 (MXFP4 blocks), an even
 // head_dim of at most 256, and YaRN's bounds 0 < low < high < head_dim / 2 - 1 (the reference

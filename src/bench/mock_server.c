@@ -31,7 +31,7 @@ struct MockServer {
   struct MHD_Daemon *daemon;
   uint16_t port;
   MockWaker waker;
-  atomic_uint_fast64_t num_requests, num_errors, num_cut;
+  atomic_uint_fast64_t num_requests, num_errors, num_cut, num_error_events;
   atomic_uint in_flight, max_in_flight;
   atomic_uint num_live;  // MockRequests allocated
 };
@@ -56,6 +56,7 @@ void mock_options_default(MockOptions *o) {
                      .tokens_per_event = 1,
                      .error_status = 500,
                      .cut_after = -1,
+                     .error_event_after = 2,
                      .num_threads = 1};
 }
 
@@ -98,6 +99,7 @@ static enum MHD_Result respond_stats(MockServer *s, struct MHD_Connection *conn)
   cJSON_AddNumberToObject(root, "num_requests", (double)st.num_requests);
   cJSON_AddNumberToObject(root, "num_errors", (double)st.num_errors);
   cJSON_AddNumberToObject(root, "num_cut", (double)st.num_cut);
+  cJSON_AddNumberToObject(root, "num_error_events", (double)st.num_error_events);
   cJSON_AddNumberToObject(root, "in_flight", st.in_flight);
   cJSON_AddNumberToObject(root, "max_in_flight", st.max_in_flight);
   return http_reply_json(conn, 200, root);
@@ -130,7 +132,10 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max) {
                  ? 0
                  : MHD_CONTENT_READER_END_WITH_ERROR;
     mock_stream_produce(m, now, &r->out);
-    if (m->phase == MOCK_DONE) count_departure(r);
+    if (m->phase == MOCK_DONE) {
+      count_departure(r);
+      if (m->plan.error_event) atomic_fetch_add(&r->server->num_error_events, 1);
+    }
   }
 }
 
@@ -147,6 +152,11 @@ static bool draws_error(const MockServer *s, uint64_t number) {
   Rng rng;
   rng_seed(&rng, s->o.seed + number);
   return rng_double(&rng) < s->o.error_rate;
+}
+
+// The Nth, 2Nth, ... request to arrive ends its stream with an error event.
+static bool ends_with_error_event(const MockServer *s, uint64_t number) {
+  return s->o.error_event_every && (number + 1) % s->o.error_event_every == 0;
 }
 
 // The stream a request asks for: --output-len, else its max_tokens (chat: max_completion_tokens
@@ -170,6 +180,7 @@ static MockStreamPlan plan_for(const MockServer *s, const MockRequest *r, const 
       .prompt_tokens = (uint32_t)((text_bytes(prompt) + 3) / 4),
       .tokens_per_event = s->o.tokens_per_event,
       .cut_after = s->o.cut_after,
+      .error_after = s->o.error_event_after,
       .first_due_ns = clock_now_ns() + s->o.ttft_ns,
       .itl_ns = s->o.itl_ns,
       .model_json = s->model_json,
@@ -197,6 +208,7 @@ static enum MHD_Result answer_completion(MockServer *s, MockRequest *r) {
     return http_reply_error(r->conn, (unsigned)s->o.error_status, "InternalServerError",
                             "mock-server: injected error", NULL);
   }
+  plan.error_event = ends_with_error_event(s, plan.number);
   mock_stream_init(&r->stream, &plan);
   struct MHD_Response *resp =
       MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, READ_BLOCK, read_stream, r, NULL);
@@ -307,6 +319,7 @@ void mock_server_stats(const MockServer *s, MockStats *out) {
   *out = (MockStats){.num_requests = atomic_load(&m->num_requests),
                      .num_errors = atomic_load(&m->num_errors),
                      .num_cut = atomic_load(&m->num_cut),
+                     .num_error_events = atomic_load(&m->num_error_events),
                      .in_flight = atomic_load(&m->in_flight),
                      .max_in_flight = atomic_load(&m->max_in_flight)};
 }

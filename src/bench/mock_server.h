@@ -10,32 +10,37 @@
 #include <stdint.h>
 
 typedef struct {
-  const char *host;           // bind address, numeric or a name (default 127.0.0.1)
-  uint16_t port;              // 0: ephemeral (mock_server_port tells which)
-  const char *model;          // the id /v1/models lists and chunks carry
-  int64_t ttft_ns;            // request body received -> first event
-  int64_t itl_ns;             // between consecutive events
-  uint32_t output_len;        // tokens per answer; 0: the request's max_tokens (16 if absent)
-  uint32_t tokens_per_event;  // tokens carried by one event (>= 1)
-  double error_rate;          // fraction of completion requests answered with error_status
-  int error_status;           // HTTP status of those answers
-  int64_t cut_after;          // < 0: never; else close each stream after this many tokens
-  uint64_t seed;              // picks which requests get errors (by arrival number)
-  uint32_t num_threads;       // HTTP worker threads (each with its own epoll)
+  const char *host;            // bind address, numeric or a name (default 127.0.0.1)
+  uint16_t port;               // 0: ephemeral (mock_server_port tells which)
+  const char *model;           // the id /v1/models lists and chunks carry
+  int64_t ttft_ns;             // request body received -> first event
+  int64_t itl_ns;              // between consecutive events
+  uint32_t output_len;         // tokens per answer; 0: the request's max_tokens (16 if absent)
+  uint32_t tokens_per_event;   // tokens carried by one event (>= 1)
+  double error_rate;           // fraction of completion requests answered with error_status
+  int error_status;            // HTTP status of those answers
+  int64_t cut_after;           // < 0: never; else close each stream after this many tokens
+  uint32_t error_event_every;  // 0: never; else every Nth completion request's stream ends
+                               // with an error event (llama-server's {"error": {...}})
+  uint32_t error_event_after;  // ... once this many tokens were sent
+  uint64_t seed;               // picks which requests get errors (by arrival number)
+  uint32_t num_threads;        // HTTP worker threads (each with its own epoll)
 } MockOptions;
 
 typedef struct {
-  uint64_t num_requests;   // completion requests received (ids are numbered by it)
-  uint64_t num_errors;     // answered with error_status
-  uint64_t num_cut;        // streams cut on purpose
-  uint32_t in_flight;      // completion requests between arrival and their last byte
-  uint32_t max_in_flight;  // the most at once since the start
+  uint64_t num_requests;      // completion requests received (ids are numbered by it)
+  uint64_t num_errors;        // answered with error_status
+  uint64_t num_cut;           // streams cut on purpose
+  uint64_t num_error_events;  // streams ended by an error event
+  uint32_t in_flight;         // completion requests between arrival and their last byte
+  uint32_t max_in_flight;     // the most at once since the start
 } MockStats;
 
 typedef struct MockServer MockServer;
 
 // Defaults: 127.0.0.1, port 0, model "openai/gpt-oss-120b", TTFT 50 ms, ITL 10 ms, output from
-// max_tokens, 1 token per event, no errors (status 500 when enabled), no cuts, seed 0, 1 thread.
+// max_tokens, 1 token per event, no errors (status 500 when enabled), no cuts, no error events
+// (after 2 tokens when enabled), seed 0, 1 thread.
 void mock_options_default(MockOptions *o);
 
 // Starts serving in background threads. NULL with a message if the options are invalid or the

@@ -35,6 +35,9 @@ static const char USAGE[] =
     "  --error-rate X         fraction of requests answered with --error-status (default 0)\n"
     "  --error-status N       HTTP status of those answers (default 500)\n"
     "  --cut-after N          close every stream after N tokens, without ending it\n"
+    "  --error-event-every N  end every Nth request's stream with an error event inside the\n"
+    "                         200 answer, as llama-server does: data: {\"error\": {...}}\n"
+    "  --error-event-after N  tokens sent before that error event (default 2)\n"
     "  --seed N               which requests get errors (default 0)\n"
     "  --threads N            HTTP worker threads (default: number of CPUs)\n"
     "  --crash-after N        exit abruptly (status 1, an error line on stderr, open streams\n"
@@ -86,6 +89,8 @@ static MockOptions parse_options(int argc, char **argv, CrashOptions *crash) {
       {"tokens-per-event", required_argument, 0, 'k'},
       {"error-rate", required_argument, 0, 'e'},  {"error-status", required_argument, 0, 's'},
       {"cut-after", required_argument, 0, 'c'},   {"seed", required_argument, 0, 'S'},
+      {"error-event-every", required_argument, 0, 'v'},
+      {"error-event-after", required_argument, 0, 'a'},
       {"threads", required_argument, 0, 'T'},     {"help", no_argument, 0, 'h'},
       {"crash-after", required_argument, 0, 'x'}, {"crash-after-sec", required_argument, 0, 'X'},
       {0, 0, 0, 0}};
@@ -106,6 +111,8 @@ static MockOptions parse_options(int argc, char **argv, CrashOptions *crash) {
       case 'e': o.error_rate = parse_double(flag, optarg); break;
       case 's': o.error_status = (int)parse_int(flag, optarg, 100, 599); break;
       case 'c': o.cut_after = parse_int(flag, optarg, 0, INT64_MAX); break;
+      case 'v': o.error_event_every = (uint32_t)parse_int(flag, optarg, 1, UINT32_MAX); break;
+      case 'a': o.error_event_after = (uint32_t)parse_int(flag, optarg, 0, UINT32_MAX); break;
       case 'S': o.seed = (uint64_t)parse_int(flag, optarg, 0, INT64_MAX); break;
       case 'T': o.num_threads = (uint32_t)parse_int(flag, optarg, 1, 1024); break;
       case 'x': crash->after_requests = parse_int(flag, optarg, 0, INT64_MAX); break;
@@ -168,8 +175,10 @@ int mock_server_cmd_main(int argc, char **argv) {
   mock_server_stats(s, &st);
   mock_server_stop(s);
   fprintf(stderr,
-          "mock-server: stopped; %llu requests, %llu errors, %llu cut, at most %u in flight\n",
+          "mock-server: stopped; %llu requests, %llu errors, %llu cut, %llu error events, at most "
+          "%u in flight\n",
           (unsigned long long)st.num_requests, (unsigned long long)st.num_errors,
-          (unsigned long long)st.num_cut, st.max_in_flight);
+          (unsigned long long)st.num_cut, (unsigned long long)st.num_error_events,
+          st.max_in_flight);
   return 0;
 }

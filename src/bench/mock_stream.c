@@ -30,9 +30,14 @@ int64_t mock_stream_next_due(const MockStream *m) {
   return m->plan.first_due_ns + (int64_t)m->num_events * m->plan.itl_ns;
 }
 
-// ": t=<send time>", then "data: <prefix>": the caller writes the rest of the chunk and ends it.
-static void begin_chunk(const MockStream *m, Buf *out) {
+// ": t=<send time>", then "data: ": the caller writes the event's data and ends it.
+static void begin_event(Buf *out) {
   buf_printf(out, ": t=%lld\n\ndata: ", (long long)clock_now_ns());
+}
+
+// A chunk's start, up to "choices":: the caller writes the rest of the chunk and ends it.
+static void begin_chunk(const MockStream *m, Buf *out) {
+  begin_event(out);
   buf_append(out, m->prefix.data, m->prefix.len);
 }
 
@@ -61,8 +66,21 @@ static void token_chunk(MockStream *m, Buf *out) {
   end_chunk(out);
 }
 
+// llama-server's way of aborting a stream inside its 200 answer; nothing follows it.
+static void error_event(MockStream *m, Buf *out) {
+  begin_event(out);
+  buf_append_str(out,
+                 "{\"error\":{\"code\":500,\"message\":\"mock-server: injected error event\","
+                 "\"type\":\"server_error\"}}\n\n");
+  m->phase = MOCK_DONE;
+}
+
 static void final_chunks(MockStream *m, Buf *out) {
   const MockStreamPlan *p = &m->plan;
+  if (p->error_event) {  // the answer ended before the error's point: the error ends it
+    error_event(m, out);
+    return;
+  }
   if (p->include_usage) {
     begin_chunk(m, out);
     buf_printf(out,
@@ -72,7 +90,8 @@ static void final_chunks(MockStream *m, Buf *out) {
                p->num_tokens);
     end_chunk(out);
   }
-  buf_printf(out, ": t=%lld\n\ndata: [DONE]\n\n", (long long)clock_now_ns());
+  begin_event(out);
+  buf_append_str(out, "[DONE]\n\n");
   m->phase = MOCK_DONE;
 }
 
@@ -85,6 +104,10 @@ void mock_stream_produce(MockStream *m, int64_t now_ns, Buf *out) {
     }
     if (p->cut_after >= 0 && m->tokens_sent >= p->cut_after) {
       m->phase = MOCK_CUT;
+      break;
+    }
+    if (p->error_event && m->tokens_sent >= p->error_after) {
+      error_event(m, out);
       break;
     }
     if (p->chat && m->num_events == 0) role_chunk(m, out);

@@ -1,8 +1,8 @@
 // mock_stream.h: what mock-server streams for one completions / chat request, and when: the
 // deterministic plan (first event at TTFT, then one event every ITL, tokens_per_event tokens
-// each, the usage chunk and "data: [DONE]" with the last one, or a cut after N tokens) and the
-// bytes of each event in OpenAI's chunk format, every data line preceded by a ": t=<ns>" send
-// stamp. Knows nothing of sockets or threads.
+// each, the usage chunk and "data: [DONE]" with the last one, or a cut after N tokens, or an
+// error event after N tokens) and the bytes of each event in OpenAI's chunk format, every data
+// line preceded by a ": t=<ns>" send stamp. Knows nothing of sockets or threads.
 #ifndef GB_BENCH_MOCK_STREAM_H
 #define GB_BENCH_MOCK_STREAM_H
 
@@ -13,7 +13,7 @@
 
 typedef enum {
   MOCK_STREAMING,  // events still to come
-  MOCK_DONE,       // everything produced, [DONE] included
+  MOCK_DONE,       // everything produced: [DONE], or the error event that ends the stream
   MOCK_CUT,        // to be cut now: close the connection without ending the stream
 } MockPhase;
 
@@ -25,6 +25,8 @@ typedef struct {
   uint32_t prompt_tokens;  // reported in usage
   uint32_t tokens_per_event;
   int64_t cut_after;       // < 0: never; else cut once this many tokens were sent
+  bool error_event;        // end with llama-server's error event instead of usage and [DONE]
+  uint32_t error_after;    // ... once this many tokens were sent (or at the end, if fewer)
   int64_t first_due_ns;    // when the first event is due (arrival + TTFT)
   int64_t itl_ns;          // between events
   const char *model_json;  // the model name as a JSON string, quotes included
@@ -46,7 +48,8 @@ void mock_stream_free(MockStream *m);
 int64_t mock_stream_next_due(const MockStream *m);
 
 // Appends to out every event due by now_ns, stamping each with the clock as it is written, and
-// moves phase on (to MOCK_DONE after [DONE], to MOCK_CUT when the cut point is reached).
+// moves phase on (to MOCK_DONE after [DONE] or the error event, to MOCK_CUT when the cut point
+// is reached).
 void mock_stream_produce(MockStream *m, int64_t now_ns, Buf *out);
 
 #endif

@@ -1,6 +1,7 @@
 // openai_stream.c: SSE events -> RequestResult fields, following vLLM v0.10.2's
 // async_request_openai_completions / _chat_completions: which events move the clock, where the
-// text is, when a stream counts as failed. Also reads mock-server's ": t=<ns>" send stamps to
+// text is, when a stream counts as failed (plus one rule of ours: a server's error event fails
+// the stream, where vLLM ignores it). Also reads mock-server's ": t=<ns>" send stamps to
 // measure the client's receive lag. Must not look at HTTP statuses or transport errors.
 #include "bench/openai_stream.h"
 
@@ -56,15 +57,52 @@ static void take_stamp(OaiStream *s, int64_t now_ns) {
   s->stamp_ns = 0;
 }
 
+// The error object of a server's error event, or NULL when root is an ordinary chunk: a
+// top-level "error" that is an object or a string (llama.cpp's llama-server, vLLM, most
+// OpenAI-compatible servers), or the event itself when it says "object": "error" (older vLLM).
+static const cJSON *server_error_of(const cJSON *root) {
+  const cJSON *error = cJSON_GetObjectItemCaseSensitive(root, "error");
+  if (cJSON_IsObject(error) || cJSON_IsString(error)) return error;
+  const cJSON *object = cJSON_GetObjectItemCaseSensitive(root, "object");
+  return cJSON_IsString(object) && strcmp(object->valuestring, "error") == 0 ? root : NULL;
+}
+
+// s->error from an error event: its message (else the event's text), then its code and type.
+static void fail_with_error_event(OaiStream *s, const cJSON *error, const char *data) {
+  const cJSON *message =
+      cJSON_IsString(error) ? error : cJSON_GetObjectItemCaseSensitive(error, "message");
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(error, "code");
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(error, "type");
+  Buf details = {0};  // "code 500, type server_error"
+  if (cJSON_IsNumber(code))
+    buf_printf(&details, "code %.15g", code->valuedouble);
+  else if (cJSON_IsString(code))
+    buf_printf(&details, "code %.100s", code->valuestring);
+  if (cJSON_IsString(type))
+    buf_printf(&details, "%stype %.100s", details.len ? ", " : "", type->valuestring);
+  Buf msg = {0};
+  buf_printf(&msg, "stream error event after %zu events: %.1000s%s%s%s",
+             s->out->num_itl + s->got_choices,
+             cJSON_IsString(message) ? message->valuestring : data, details.len ? " (" : "",
+             details.len ? details.data : "", details.len ? ")" : "");
+  buf_free(&details);
+  s->error = msg.data;
+}
+
 static bool handle_data(OaiStream *s, const char *data, size_t len, int64_t now_ns) {
   take_stamp(s, now_ns);
   if (len == 6 && memcmp(data, "[DONE]", 6) == 0) return true;
   cJSON *root = json_scratch_parse(s->json, data, len);
-  if (!cJSON_IsObject(root)) {
-    json_scratch_release(s->json, root);
+  const cJSON *error = cJSON_IsObject(root) ? server_error_of(root) : NULL;
+  if (error) {
+    fail_with_error_event(s, error, data);
+  } else if (!cJSON_IsObject(root)) {
     Buf msg = {0};
     buf_printf(&msg, "malformed SSE event (not a JSON object): %.200s", data);
     s->error = msg.data;
+  }
+  if (s->error) {  // the stream is failed: read no further
+    json_scratch_release(s->json, root);
     return false;
   }
   RequestResult *r = s->out;

@@ -2,8 +2,9 @@
 // arrival times) into a RequestResult with vLLM v0.10.2's rules (spec/vllm-bench.md 3.3-3.4):
 // TTFT at the first event with a non-empty "choices", one ITL gap per later such event, E2EL
 // at the last such event (for chat, at the last event of any kind), output_tokens from the
-// usage chunk. Knows nothing of sockets or HTTP statuses; allocates nothing per event once
-// its buffers have grown.
+// usage chunk; and ours: an error event ({"error": ...} or "object": "error") fails the stream.
+// Knows nothing of sockets or HTTP statuses; allocates nothing per event once its buffers have
+// grown.
 #ifndef GB_BENCH_OPENAI_STREAM_H
 #define GB_BENCH_OPENAI_STREAM_H
 
@@ -28,7 +29,7 @@ typedef struct {
   SseParser sse;
   JsonScratch *json;    // the reading thread's parse arena (shared by its streams)
   Buf text;             // generated text so far
-  char *error;          // why the stream is unreadable (malformed JSON), or NULL
+  char *error;          // why the stream failed (malformed JSON, an error event), or NULL
   int64_t stamp_ns;     // the server's ": t=<ns>" stamp awaiting its event, or 0
   LogHist *stamp_lags;  // the reading thread's: receive time - stamp of each stamped event
 } OaiStream;
@@ -40,14 +41,16 @@ typedef struct {
 void oai_stream_begin(OaiStream *s, EndpointType endpoint, RequestResult *out,
                       size_t expected_events, JsonScratch *json, LogHist *stamp_lags);
 
-// Feeds bytes received at now_ns. False when the stream is malformed (s->error says why); the
-// caller should stop reading it.
+// Feeds bytes received at now_ns. False when the stream is malformed or the server sent an error
+// event (s->error says why: the event's message, code and type); the caller should stop reading
+// it.
 bool oai_stream_feed(OaiStream *s, const char *bytes, size_t n, int64_t now_ns);
 
 // The body ended at now_ns (complete or not): reads a last unterminated event when complete,
 // then sets out->latency_ns and out->generated_text, and out->success / failure / error by the
-// stream rules alone (completions: at least one choices event; chat: always). The caller
-// overrides them for transport failures and HTTP statuses.
+// stream rules alone (a malformed or error event fails it; else completions need at least one
+// choices event, chat always succeeds). The caller overrides them for transport failures and
+// HTTP statuses.
 void oai_stream_end(OaiStream *s, bool complete, int64_t now_ns);
 
 void oai_stream_free(OaiStream *s);

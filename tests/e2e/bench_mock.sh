@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench_mock.sh: drives the real `gptoss-bench bench` against the real `gptoss-bench mock-server`
 # over loopback: the vLLM report and result JSON, the token totals, the concurrency cap as the
-# server counted it, the shipped ShareGPT-format dataset, failures, and start-up errors.
+# server counted it, the shipped ShareGPT-format dataset, failures (HTTP errors, and error events
+# inside a 200 stream as llama-server sends them), and start-up errors.
 # Usage: bench_mock.sh BUILD_DIR (prints TAP).
 set -u
 bin="${1:?usage: bench_mock.sh BUILD_DIR}/bin/gptoss-bench"
@@ -80,6 +81,35 @@ start_mock --error-rate 1 --ttft-ms 1
   --ready-check-timeout-sec 0 > "$tmp/fail.txt" 2> "$tmp/fail.err"
 tap_ok "server errors: counted as failed requests" grep -qE '^Failed requests: +5 +$' "$tmp/fail.txt"
 tap_ok "server errors: a warning on stderr" test -s "$tmp/fail.err"
+
+# Every 4th stream ends with llama-server's error event after 2 tokens: the ready check is
+# arrival 1, so of the 20 timed requests (arrivals 2..21) the 4th, 8th, ... 20th fail.
+start_mock --ttft-ms 1 --itl-ms 1 --error-event-every 4
+"$bin" bench --base-url "$url" --num-prompts 20 --random-input-len 8 --random-output-len 8 \
+  --max-concurrency 4 --save-result --save-detailed --result-dir "$tmp/res" \
+  --result-filename events.json > "$tmp/events.txt" 2> "$tmp/events.err"
+rc=$?
+tap_ok "error events: bench exits 0, as with any failed requests" [ "$rc" -eq 0 ]
+tap_ok "error events: 15 successful requests" grep -qE '^Successful requests: +15 +$' "$tmp/events.txt"
+tap_ok "error events: 5 failed, all as stream errors" \
+  grep -qzE 'Failed requests: +5 +'$'\n''Failed \(stream error\): +5 +' "$tmp/events.txt"
+tap_ok "error events: only the successful requests' tokens count (15 x 8)" \
+  grep -qE '^Total generated tokens: +120 +$' "$tmp/events.txt"
+event_counts() {
+  node -e 'const o=JSON.parse(require("fs").readFileSync(process.argv[1]));
+           const e=o.errors.filter(x => x.includes("mock-server: injected error event (code 500"));
+           console.log(o.completed, o.failed_requests, o.failed_stream_error, e.length,
+                       o.output_lens.filter(n => n === 0).length)' "$tmp/res/events.json"
+}
+tap_ok "error events: json completed 15, failed 5, failed_stream_error 5, 5 errors, 5 zero lengths" \
+  [ "$(event_counts)" = "15 5 5 5 5" ]
+
+start_mock --ttft-ms 1 --itl-ms 1 --error-event-every 1
+"$bin" bench --base-url "$url" --num-prompts 2 --random-input-len 8 --random-output-len 8 \
+  --ready-check-timeout-sec 1 > /dev/null 2> "$tmp/events-ready.err"
+rc=$?
+tap_ok "error events: the initial test run fails and prints the event's message" \
+  [ "$rc" -ne 0 -a -n "$(grep 'Initial test run failed.*Error: stream error event after 2 events: mock-server: injected error event (code 500, type server_error)' "$tmp/events-ready.err")" ]
 
 "$bin" bench --port 1 --model m --num-prompts 2 --random-input-len 8 --ready-check-timeout-sec 1 \
   > /dev/null 2> "$tmp/refused.err"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # engine_generate.sh: drives the real `gptoss-engine generate`: greedy ids and --logits-out on
 # both golden checkpoints against the float64 reference, a dummy-weight preset with a chat
-# prompt, and errors that name the flag or file. Usage: engine_generate.sh BUILD_DIR (TAP).
+# prompt, `export-checkpoint` (the dummy weights written as a checkpoint folder load back to the
+# same logits, bit for bit), and errors that name the flag or file. Usage: engine_generate.sh BUILD_DIR (TAP).
 set -u
 bin="${1:?usage: engine_generate.sh BUILD_DIR}/bin/gptoss-engine"
 fixtures=tests/fixtures/gptoss-tiny
@@ -82,4 +83,22 @@ tap_ok "unknown model: error lists the presets" \
 tap_ok "unknown --weight-format: error names the flag" \
   fails_with "--weight-format 'f16'" --model "$fixtures/a" --weight-format f16 --prompt-ids 1 --max-tokens 1
 tap_ok "--max-tokens 0 is refused" fails_with "--max-tokens" --model "$fixtures/a" --prompt-ids 1 --max-tokens 0
+# export-checkpoint: gpt-oss-tiny's dummy weights as a folder; both load to the same logits.
+exported() {
+  "$bin" export-checkpoint --model gpt-oss-tiny --out "$tmp/tiny" > /dev/null || return 1
+  [ -s "$tmp/tiny/config.json" ] && [ ! -e "$tmp/tiny/model.safetensors.tmp" ] || return 1
+  "$bin" generate --model gpt-oss-tiny --load-format dummy --weight-format f32 --prompt-ids 5,6,7,8 \
+    --max-tokens 2 --ignore-eos --logits-out "$tmp/dummy.npy" > "$tmp/dummy.json" 2> /dev/null &&
+  "$bin" generate --model "$tmp/tiny" --load-format safetensors --weight-format f32 --prompt-ids 5,6,7,8 \
+    --max-tokens 2 --ignore-eos --logits-out "$tmp/folder.npy" > "$tmp/folder.json" 2> /dev/null &&
+  cmp -s "$tmp/dummy.npy" "$tmp/folder.npy" &&
+  [ "$(sed 's/.*"output_ids"//' "$tmp/dummy.json")" = "$(sed 's/.*"output_ids"//' "$tmp/folder.json")" ]
+}
+tap_ok "export-checkpoint: the folder loads to the dummy weights' logits, bit for bit" exported
+rm -rf "$tmp/tiny"
+refused() {
+  ! "$bin" export-checkpoint --model "$fixtures/a" --out "$tmp/x" 2> "$tmp/err" &&
+    grep -q "is not a preset" "$tmp/err"
+}
+tap_ok "export-checkpoint: a checkpoint folder is refused (no export needed)" refused
 tap_done

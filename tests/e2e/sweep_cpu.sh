@@ -86,17 +86,20 @@ tap_ok "gate: fails against a clearly faster baseline" gate_fails
 # The CI gate: this run against the committed baseline (results/baselines/ci-cpu.json, exported
 # from one ci.ini run with `gptoss-bench report RUN --export`), judged as ratios to the run's own
 # `base` engine, so a CPU 4x slower than the baseline's (or a busy one) moves both sides alike.
-# Medians of three rounds vary by up to about 17% between runs (docs/PERF.md); 35% holds that and
-# still catches a 2x slower engine (gate_slowdown.sh: -60%).
-gate_baseline() {
-  "$bin" gate results/baselines/ci-cpu.json "$run" --relative-to base --max-drop 35 > "$tmp/gate.txt" 2>&1 ||
-    { sed 's/^/# /' "$tmp/gate.txt"; return 1; }
+# Medians of three rounds moved by -14% to +10% against the baseline in 14 runs, quiet and beside a
+# parallel build (docs/PERF.md); 30% holds that and still catches a 2x slower engine
+# (gate_slowdown.sh: -38% to -56% in the same runs).
+gate_baseline() {  # its table goes to the log as TAP comments either way
+  "$bin" gate results/baselines/ci-cpu.json "$run" --relative-to base --max-drop 30 > "$tmp/gate.txt" 2>&1
+  local rc=$?
+  sed 's/^/# /' "$tmp/gate.txt"
+  return "$rc"
 }
 case "$build" in  # ASan + UBSan (make test SANITIZE=1) make the engine several times slower
   */sanitize | */sanitize/)
     num_tests=$((num_tests + 1))
     echo "ok $num_tests - gate against results/baselines/ci-cpu.json # SKIP sanitizer build" ;;
-  *) tap_ok "gate: passes against results/baselines/ci-cpu.json (ratios to base, max drop 35%)" gate_baseline ;;
+  *) tap_ok "gate: passes against results/baselines/ci-cpu.json (ratios to base, max drop 30%)" gate_baseline ;;
 esac
 
 # Ctrl-C during the first engine's workloads.

@@ -3,7 +3,8 @@
 // role chunk and usage chunk move the clock as vLLM's client does, --max-concurrency is never
 // exceeded (server-side maximum == cap) with the queueing excluded from latencies, sends follow
 // the intended schedule, more threads keep the cap, and failures are classified: HTTP status,
-// cut stream, refused connection, timeout. Also the ready check and /v1/models.
+// cut stream, an error event inside a 200 stream, refused connection, timeout. Also the ready
+// check and /v1/models.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -290,6 +291,32 @@ static void test_cut_stream(void **state) {
   run_free(&r);
 }
 
+static void test_error_event_stream(void **state) {
+  (void)state;
+  Run r;
+  MockOptions o = mock_timing(5, 5);
+  o.error_event_every = 2;  // the 2nd and 4th arrivals end with an error event after 3 tokens
+  o.error_event_after = 3;
+  run_init(&r, &o, ENDPOINT_CHAT, 4, 10);
+  run_client(&r);
+  size_t num_failed = 0;
+  for (size_t i = 0; i < r.num_requests; i++) {
+    const RequestResult *res = &r.results[i];
+    if (res->success) continue;
+    num_failed++;
+    assert_int_equal(res->failure, FAILURE_STREAM);  // not overridden as a broken transfer
+    assert_int_equal(res->http_status, 200);
+    assert_string_equal(res->error,
+                        "stream error event after 4 events: mock-server: injected error event "
+                        "(code 500, type server_error)");  // chat: the role chunk, 3 tokens
+  }
+  assert_int_equal(num_failed, 2);
+  MockStats server;
+  mock_server_stats(r.server, &server);
+  assert_int_equal(server.num_error_events, 2);
+  run_free(&r);
+}
+
 static void test_connection_refused(void **state) {
   (void)state;
   // A bound socket that does not listen: connecting to it is refused.
@@ -393,6 +420,7 @@ int main(void) {
       cmocka_unit_test(test_sends_follow_the_schedule),
       cmocka_unit_test(test_http_error_status),
       cmocka_unit_test(test_cut_stream),
+      cmocka_unit_test(test_error_event_stream),
       cmocka_unit_test(test_connection_refused),
       cmocka_unit_test(test_timeout),
       cmocka_unit_test(test_ready_check_and_model_id),

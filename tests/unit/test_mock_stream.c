@@ -1,6 +1,7 @@
 // test_mock_stream.c: mock-server's event plan without sockets: which events are due when,
 // catching up when late, tokens per event, the usage chunk and [DONE] with the last token,
-// a stream with no tokens, the cut point, and that every data line carries a send stamp.
+// a stream with no tokens, the cut point, the error event that ends a stream (llama-server's),
+// and that every data line carries a send stamp.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -125,12 +126,46 @@ static void test_cut(void **state) {
   mock_stream_free(&m);
 }
 
+static void test_error_event(void **state) {
+  (void)state;
+  MockStream m = {0};
+  MockStreamPlan p = plan(10, 1, -1);
+  p.error_event = true;
+  p.error_after = 2;
+  mock_stream_init(&m, &p);
+  Buf out = {0};
+  mock_stream_produce(&m, 1100, &out);  // two tokens
+  assert_int_equal(m.phase, MOCK_STREAMING);
+  mock_stream_produce(&m, 1200, &out);  // the error where the third would be, and the end
+  Counts c = count(&out);
+  assert_int_equal(c.num_data, 3);
+  assert_int_equal(c.num_comments, 3);
+  assert_int_equal(c.num_usage + c.num_done, 0);
+  assert_int_equal(m.phase, MOCK_DONE);
+  assert_non_null(strstr(out.data, "data: {\"error\":{\"code\":500,\"message\":"));
+
+  p = plan(2, 1, -1);  // a shorter answer: the error comes instead of usage and [DONE]
+  p.error_event = true;
+  p.error_after = 5;
+  mock_stream_init(&m, &p);
+  buf_clear(&out);
+  mock_stream_produce(&m, 1000000, &out);
+  c = count(&out);
+  assert_int_equal(c.num_data, 3);
+  assert_int_equal(c.num_usage + c.num_done, 0);
+  assert_int_equal(m.phase, MOCK_DONE);
+  assert_non_null(strstr(out.data, "\"error\""));
+  buf_free(&out);
+  mock_stream_free(&m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_events_come_due_one_by_one),
       cmocka_unit_test(test_late_production_catches_up),
       cmocka_unit_test(test_no_tokens),
       cmocka_unit_test(test_cut),
+      cmocka_unit_test(test_error_event),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

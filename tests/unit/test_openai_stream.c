@@ -2,7 +2,9 @@
 // with chosen arrival times: TTFT/ITL/E2EL for completions (usage chunks do not move the clock)
 // and chat (every event does; the role chunk is the first token), empty text still counts,
 // output_tokens from usage, the "never received a valid chunk" failure, malformed JSON, events
-// split across reads, the unterminated last event, server send stamps, reuse across requests.
+// split across reads, the unterminated last event, server send stamps, reuse across requests;
+// and ours: a server's error event inside the 200 answer (llama-server's and vLLM's forms, split
+// anywhere) fails the request, so its tokens count nowhere.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/metrics.h"
 #include "bench/openai_stream.h"
 
 static const char *completion(const char *text) {
@@ -213,6 +216,127 @@ static void test_server_stamps(void **state) {
   json_scratch_free(&json);
 }
 
+// llama-server aborting a stream: two tokens and a usage chunk, then its error event (CRLF line
+// ends, so a split can fall between '\r' and '\n'), then more that must not be read.
+static const char ABORTED_STREAM[] =
+    ": t=5\n\n"
+    "data: {\"choices\":[{\"index\":0,\"text\":\"Hel\"}]}\n\n"
+    "data: {\"choices\":[{\"index\":0,\"text\":\"lo\"}]}\n\n"
+    "data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\n"
+    "data: {\"error\":{\"code\":500,\"message\":\"...invalid UTF-8...\",\"type\":\"server_error\"}}"
+    "\r\n\r\n"
+    "data: {\"choices\":[{\"index\":0,\"text\":\" more\"}]}\n\n"
+    "data: [DONE]\n\n";
+static const char ABORTED_ERROR[] =
+    "stream error event after 2 events: ...invalid UTF-8... (code 500, type server_error)";
+
+// Feeds ABORTED_STREAM in pieces of `piece` bytes, but the first piece `first` bytes, as the
+// client does: it stops at the first false. Returns the bytes fed by then.
+static size_t feed_aborted(OaiStream *s, size_t first, size_t piece) {
+  size_t len = strlen(ABORTED_STREAM), at = 0;
+  for (size_t n = first; at < len; at += n, n = piece) {
+    if (n > len - at) n = len - at;
+    if (!oai_stream_feed(s, ABORTED_STREAM + at, n, (int64_t)(10 + at))) return at + n;
+  }
+  return at;
+}
+
+static void assert_aborted(const RequestResult *r) {
+  assert_false(r->success);
+  assert_int_equal(r->failure, FAILURE_STREAM);
+  assert_string_equal(r->error, ABORTED_ERROR);
+  assert_string_equal(r->generated_text, "Hello");  // nothing after the error was read
+}
+
+static void test_error_event_fails_the_request_wherever_split(void **state) {
+  (void)state;
+  OaiStream s = {0};
+  JsonScratch json = {0};
+  LogHist lags = {0};
+  size_t len = strlen(ABORTED_STREAM);
+  // The event is complete at the blank line's '\r': a lone '\r' ends a line.
+  size_t error_end = (size_t)(strstr(ABORTED_STREAM, "\r\n\r\n") - ABORTED_STREAM) + 3;
+  for (size_t first = 1; first <= len; first++) {  // two reads, split at every byte
+    RequestResult r = {.start_ns = 0};
+    oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json, &lags);
+    // The read that completes the error event is the one that fails, never an earlier one.
+    assert_int_equal(feed_aborted(&s, first, len), first >= error_end ? first : len);
+    assert_false(oai_stream_feed(&s, DONE, strlen(DONE), 99));  // stays failed
+    // The client aborted the transfer: the body did not end cleanly.
+    oai_stream_end(&s, false, 100);
+    assert_aborted(&r);
+    request_result_free(&r);
+  }
+  RequestResult r = {.start_ns = 0};  // one byte per read
+  oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json, &lags);
+  assert_int_equal(feed_aborted(&s, 1, 1), error_end);
+  oai_stream_end(&s, false, 100);
+  assert_aborted(&r);
+  assert_int_equal(r.output_tokens, 2);  // the usage chunk was read, and yet...
+
+  // ... a failed request is counted as vLLM counts one: not successful, no tokens, no latency.
+  MetricsOptions mo;
+  metrics_options_init(&mo);
+  BenchMetrics m;
+  metrics_compute(&m, &r, 1, 1000000000, &mo);
+  assert_int_equal(m.num_completed, 0);
+  assert_int_equal(m.num_failed, 1);
+  assert_int_equal(m.num_failed_by_kind[FAILURE_STREAM], 1);
+  assert_int_equal(m.num_output_tokens, 0);
+  assert_true(m.output_throughput == 0.0);
+  request_result_free(&r);
+  oai_stream_free(&s);
+  json_scratch_free(&json);
+}
+
+// Reads one chat stream of a role chunk then `event` (a data line, unterminated: the body ended
+// cleanly after it) and returns its error, or NULL when it succeeded. Caller frees r.
+static const char *chat_error_after_role(OaiStream *s, RequestResult *r, JsonScratch *json,
+                                         LogHist *lags, const char *event) {
+  *r = (RequestResult){.start_ns = 0};
+  oai_stream_begin(s, ENDPOINT_CHAT, r, 4, json, lags);
+  feed(s, chat("{\"role\":\"assistant\",\"content\":\"\"}"), 10);
+  oai_stream_feed(s, event, strlen(event), 20);
+  oai_stream_end(s, true, 30);
+  assert_int_equal(r->success, r->error == NULL);
+  if (!r->success) assert_int_equal(r->failure, FAILURE_STREAM);
+  return r->error;
+}
+
+static void test_error_event_forms(void **state) {
+  (void)state;
+  OaiStream s = {0};
+  JsonScratch json = {0};
+  LogHist lags = {0};
+  RequestResult r;
+  static const struct {
+    const char *event, *error;
+  } cases[] = {
+      {"data: {\"error\":\"overloaded\"}", "stream error event after 1 events: overloaded"},
+      {"data: {\"error\":{\"object\":\"error\",\"message\":\"bad\",\"type\":\"BadRequestError\","
+       "\"param\":null,\"code\":400}}",  // vLLM
+       "stream error event after 1 events: bad (code 400, type BadRequestError)"},
+      {"data: {\"object\":\"error\",\"message\":\"old\",\"type\":\"InternalServerError\"}",
+       "stream error event after 1 events: old (type InternalServerError)"},  // older vLLM
+      {"data: {\"error\":{\"code\":\"E1\"}}",  // no message: the event's text says it
+       "stream error event after 1 events: {\"error\":{\"code\":\"E1\"}} (code E1)"},
+      {"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}],\"error\":null}",
+       NULL},  // an empty error member is no error
+      {"data: {\"choices\":[],\"object\":\"chat.completion.chunk\"}", NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const char *error = chat_error_after_role(&s, &r, &json, &lags, cases[i].event);
+    if (cases[i].error) {
+      assert_string_equal(error, cases[i].error);
+    } else {
+      assert_null(error);
+    }
+    request_result_free(&r);
+  }
+  oai_stream_free(&s);
+  json_scratch_free(&json);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_completions),
@@ -222,6 +346,8 @@ int main(void) {
       cmocka_unit_test(test_split_events_take_the_completing_read_time),
       cmocka_unit_test(test_unterminated_last_event),
       cmocka_unit_test(test_server_stamps),
+      cmocka_unit_test(test_error_event_fails_the_request_wherever_split),
+      cmocka_unit_test(test_error_event_forms),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

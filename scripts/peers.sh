@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# peers.sh: the `make peers` driver: our engine against llama.cpp on the same weights, for
+# correctness. Not part of `make test` (the first llama.cpp build takes about 10 minutes).
+#
+#   scripts/peers.sh BUILD_DIR
+#
+# 1. llama.cpp (scripts/peer-llamacpp.sh: built once per CPU, cached under build/peers/); the
+#    link build/peers/llama.cpp points at this CPU's build (configs/cpu-peers.ini uses it).
+# 2. The weights: gpt-oss-tiny's dummy weights (seed 0) exported as a checkpoint folder
+#    (`gptoss-engine export-checkpoint`), and the two golden fixtures; each as GGUF
+#    (scripts/export-gguf.py), F32 dense for correctness, and gpt-oss-tiny also Q8_0 and BF16
+#    dense for the speed comparisons of `make bench` (section peer).
+# 3. Each GGUF read back with llama.cpp's GGUF reader (tests/peers/test_export_gguf.py).
+# 4. Greedy ids of both engines (scripts/peer-greedy.py), 32 tokens a prompt.
+# Prints TAP per step and ends with "N passed, N failed"; exits non-zero on any failure.
+set -uo pipefail
+build=${1:?usage: peers.sh BUILD_DIR}
+peers=build/peers
+models=$peers/models
+passed=0
+failed=0
+
+run() {  # name, command...: counts the command's TAP lines (or its exit status when it has none)
+  local name=$1 out rc ok not_ok
+  shift
+  out=$("$@" 2>&1); rc=$?
+  printf '%s\n' "$out" | sed "s|^|[$name] |"
+  ok=$(grep -c '^ok ' <<<"$out"); not_ok=$(grep -c '^not ok ' <<<"$out")
+  if [ "$ok" -eq 0 ] && [ "$not_ok" -eq 0 ]; then
+    if [ "$rc" -eq 0 ]; then ok=1; else not_ok=1; fi
+  elif [ "$rc" -ne 0 ] && [ "$not_ok" -eq 0 ]; then
+    not_ok=1
+  fi
+  passed=$((passed + ok)); failed=$((failed + not_ok))
+}
+
+env_out=$(scripts/peer-llamacpp.sh "$peers") || { echo "peers: llama.cpp could not be built"; exit 1; }
+eval "$env_out"
+ln -sfn "$(dirname "$LLAMACPP_BIN")" "$peers/llama.cpp"
+export GGUF_PY
+echo "peers: llama.cpp $LLAMACPP_COMMIT in $LLAMACPP_BIN"
+
+# A GGUF is made again when missing or older than its checkpoint or the exporter.
+gguf_of() {  # checkpoint folder, out file, dense format
+  if [ ! -s "$2" ] || [ "$2" -ot "$1/config.json" ] || [ "$2" -ot scripts/export-gguf.py ]; then
+    /usr/bin/python3 scripts/export-gguf.py "$1" "$2" --dense "$3" --gguf-py "$GGUF_PY"
+  fi
+}
+
+mkdir -p "$models"
+tiny=$models/gpt-oss-tiny
+if [ ! -s "$tiny/model.safetensors" ] || [ "$tiny/model.safetensors" -ot "$build/bin/gptoss-engine" ]; then
+  run export-checkpoint "$build/bin/gptoss-engine" export-checkpoint --model gpt-oss-tiny --out "$tiny"
+fi
+for dense in f32 q8_0 bf16; do run "gguf tiny $dense" gguf_of "$tiny" "$models/gpt-oss-tiny-$dense.gguf" "$dense"; done
+for fixture in a b; do
+  run "gguf golden $fixture" gguf_of "tests/fixtures/gptoss-tiny/$fixture" "$models/golden-$fixture-f32.gguf" f32
+done
+
+run "read back tiny" /usr/bin/python3 tests/peers/test_export_gguf.py "$tiny" "$models/gpt-oss-tiny-f32.gguf" 199742
+for fixture in a b; do
+  run "read back golden $fixture" /usr/bin/python3 tests/peers/test_export_gguf.py \
+    "tests/fixtures/gptoss-tiny/$fixture" "$models/golden-$fixture-f32.gguf"
+done
+
+greedy() {  # checkpoint, gguf, prompts
+  /usr/bin/python3 scripts/peer-greedy.py --checkpoint "$1" --gguf "$2" \
+    --llama-server "$LLAMACPP_BIN/llama-server" --engine "$build/bin/gptoss-engine" \
+    --tokenizer "$build/bin/gptoss-bench" --tokens 32 --prompts "$3"
+}
+for fixture in a b; do
+  run "greedy golden $fixture" greedy "tests/fixtures/gptoss-tiny/$fixture" "$models/golden-$fixture-f32.gguf" 6
+done
+run "greedy tiny" greedy "$tiny" "$models/gpt-oss-tiny-f32.gguf" 6
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
