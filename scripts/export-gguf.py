@@ -253,7 +253,7 @@ def main():
             w.add_tensor(name, rounded, raw_dtype=gguf.GGMLQuantizationType.BF16)
         elif args.dense == "q8_0":
             w.add_tensor(name, gguf.quants.quantize(array, gguf.GGMLQuantizationType.Q8_0),
-                         raw_shape=array.shape, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+                         raw_dtype=gguf.GGMLQuantizationType.Q8_0)
         else:
             w.add_tensor(name, array)
 

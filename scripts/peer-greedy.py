@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """peer-greedy.py: greedy generation from our engine against llama.cpp's on the same weights.
 
-  scripts/peer-greedy.py --checkpoint DIR --gguf FILE.gguf --llama-server BIN
+  scripts/peer-greedy.py --checkpoint DIR --gguf FILE.gguf --llama-greedy BIN
                          [--engine build/bin/gptoss-engine] [--tokens 32] [--prompts N]
 
 For every prompt of a seeded set (the checkpoint's golden.json prompt when it has one, token-id
@@ -21,13 +21,9 @@ import argparse
 import json
 import os
 import random
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -40,58 +36,13 @@ TEXT_PROMPTS = [
 ]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def post(url, body, timeout=600):
-    request = urllib.request.Request(url, json.dumps(body).encode(),
-                                     {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.load(response)
-
-
-class LlamaServer:
-    def __init__(self, binary, gguf, threads, log_path):
-        self.port = free_port()
-        self.log = open(log_path, "w")
-        self.process = subprocess.Popen(
-            [binary, "-m", gguf, "--host", "127.0.0.1", "--port", str(self.port), "-t",
-             str(threads), "-c", "4096", "-np", "1", "-ctk", "f32", "-ctv", "f32", "-fa", "off",
-             "--no-warmup"], stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if self.process.poll() is not None:
-                sys.exit(f"peer-greedy: llama-server exited with {self.process.returncode}; "
-                         f"log: {log_path}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        sys.exit(f"peer-greedy: llama-server did not become ready in 120 s; log: {log_path}")
-
-    def generate(self, prompt_ids, num_tokens):
-        reply = post(f"http://127.0.0.1:{self.port}/completion", {
-            "prompt": prompt_ids, "n_predict": num_tokens, "temperature": 0, "top_k": 1,
-            "ignore_eos": True, "n_probs": 2, "cache_prompt": False, "return_tokens": True})
-        tops = [[(p["id"], p["logprob"]) for p in step["top_logprobs"]]
-                for step in reply.get("completion_probabilities", [])]
-        return reply["tokens"], tops
-
-    def stop(self):
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        self.log.close()
+def llama_greedy(binary, gguf, threads, cases, num_tokens):
+    """[(ids, top2)] per case from tests/peers/llama_greedy.cpp (libllama's own decoding)."""
+    lines = "".join(",".join(map(str, ids)) + "\n" for _, ids in cases)
+    out = subprocess.run([binary, gguf, str(threads), str(num_tokens)], input=lines, check=True,
+                         capture_output=True, text=True).stdout
+    replies = [json.loads(line) for line in out.splitlines()]
+    return [(r["ids"], [[(t[0], t[1]), (t[2], t[3])] for t in r["top2"]]) for r in replies]
 
 
 def ours(engine, checkpoint, prompt_ids, num_tokens, threads, logits_out=None):
@@ -132,7 +83,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("--gguf", required=True)
-    parser.add_argument("--llama-server", required=True)
+    parser.add_argument("--llama-greedy", required=True)
     here = Path(__file__).resolve().parent.parent
     parser.add_argument("--engine", default=str(here / "build/bin/gptoss-engine"))
     parser.add_argument("--tokenizer", default=str(here / "build/bin/gptoss-bench"))
@@ -142,34 +93,30 @@ def main():
     args = parser.parse_args()
     vocab_size = json.loads((Path(args.checkpoint) / "config.json").read_text())["vocab_size"]
     work = tempfile.mkdtemp(prefix="peer-greedy-")
-    server = LlamaServer(args.llama_server, args.gguf, args.threads, f"{work}/llama-server.log")
     failures = 0
-    try:
-        cases = prompts(args.checkpoint, vocab_size, args.prompts, args.tokenizer)
-        for n, (name, prompt_ids) in enumerate(cases, 1):
-            mine = ours(args.engine, args.checkpoint, prompt_ids, args.tokens, args.threads)
-            theirs, their_tops = server.generate(prompt_ids, args.tokens)
-            if mine == theirs:
-                print(f"ok {n} - {name}: {len(mine)} greedy ids equal")
-                continue
-            at = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b),
-                      min(len(mine), len(theirs)))
-            npy = f"{work}/logits.npy"
-            ours(args.engine, args.checkpoint, prompt_ids + mine[:at], 1, args.threads, npy)
-            our_top = top2(np.load(npy)[-1])
-            their_top = their_tops[at] if at < len(their_tops) else []
-            our_gap = our_top[0][1] - our_top[1][1]
-            their_gap = their_top[0][1] - their_top[1][1] if len(their_top) == 2 else float("inf")
-            tie = min(our_gap, their_gap) < NEAR_TIE
-            failures += not tie
-            print(f"{'ok' if tie else 'not ok'} {n} - {name}: part at output position {at} "
-                  f"({'near-tie' if tie else 'NOT a near-tie'})")
-            print(f"#   ours:      {mine[at:at + 4]}... top-2 (id, logit) {our_top}, gap {our_gap:.4f}")
-            print(f"#   llama.cpp: {theirs[at:at + 4]}... top-2 (id, logprob) {their_top}, "
-                  f"gap {their_gap:.4f}")
-        print(f"1..{len(cases)}")
-    finally:
-        server.stop()
+    cases = prompts(args.checkpoint, vocab_size, args.prompts, args.tokenizer)
+    peer = llama_greedy(args.llama_greedy, args.gguf, args.threads, cases, args.tokens)
+    for n, ((name, prompt_ids), (theirs, their_tops)) in enumerate(zip(cases, peer), 1):
+        mine = ours(args.engine, args.checkpoint, prompt_ids, args.tokens, args.threads)
+        if mine == theirs:
+            print(f"ok {n} - {name}: {len(mine)} greedy ids equal")
+            continue
+        at = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b),
+                  min(len(mine), len(theirs)))
+        npy = f"{work}/logits.npy"
+        ours(args.engine, args.checkpoint, prompt_ids + mine[:at], 1, args.threads, npy)
+        our_top = top2(np.load(npy)[-1])
+        their_top = their_tops[at]
+        our_gap = our_top[0][1] - our_top[1][1]
+        their_gap = their_top[0][1] - their_top[1][1]
+        tie = min(our_gap, their_gap) < NEAR_TIE
+        failures += not tie
+        print(f"{'ok' if tie else 'not ok'} {n} - {name}: part at output position {at} "
+              f"({'near-tie' if tie else 'NOT a near-tie'})")
+        print(f"#   ours:      {mine[at:at + 4]}... top-2 (id, logit) {our_top}, gap {our_gap:.4f}")
+        print(f"#   llama.cpp: {theirs[at:at + 4]}... top-2 (id, logit) {their_top}, "
+              f"gap {their_gap:.4f}")
+    print(f"1..{len(cases)}")
     sys.exit(1 if failures else 0)
 
 

@@ -11,7 +11,8 @@
 #    (scripts/export-gguf.py), F32 dense for correctness, and gpt-oss-tiny also Q8_0 and BF16
 #    dense for the speed comparisons of `make bench` (section peer).
 # 3. Each GGUF read back with llama.cpp's GGUF reader (tests/peers/test_export_gguf.py).
-# 4. Greedy ids of both engines (scripts/peer-greedy.py), 32 tokens a prompt.
+# 4. Greedy ids of both engines (scripts/peer-greedy.py with tests/peers/llama_greedy.cpp, our
+#    driver of libllama, compiled here against the peer's libraries), 32 tokens a prompt.
 # Prints TAP per step and ends with "N passed, N failed"; exits non-zero on any failure.
 set -uo pipefail
 build=${1:?usage: peers.sh BUILD_DIR}
@@ -63,9 +64,17 @@ for fixture in a b; do
     "tests/fixtures/gptoss-tiny/$fixture" "$models/golden-$fixture-f32.gguf"
 done
 
+# Our greedy driver on llama.cpp's library (tests/peers/llama_greedy.cpp), built beside it.
+lib=$(dirname "$LLAMACPP_BIN") src=$peers/llama.cpp-src greedy_bin=$LLAMACPP_BIN/llama_greedy
+if [ ! -x "$greedy_bin" ] || [ "$greedy_bin" -ot tests/peers/llama_greedy.cpp ]; then
+  run "build llama_greedy" g++ -O2 -std=c++17 -I"$src/include" -I"$src/ggml/include" \
+    tests/peers/llama_greedy.cpp "$lib/src/libllama.a" "$lib/ggml/src/libggml.a" \
+    "$lib/ggml/src/libggml-cpu.a" "$lib/ggml/src/libggml-base.a" -fopenmp -lpthread -ldl \
+    -o "$greedy_bin"
+fi
 greedy() {  # checkpoint, gguf, prompts
   /usr/bin/python3 scripts/peer-greedy.py --checkpoint "$1" --gguf "$2" \
-    --llama-server "$LLAMACPP_BIN/llama-server" --engine "$build/bin/gptoss-engine" \
+    --llama-greedy "$greedy_bin" --engine "$build/bin/gptoss-engine" \
     --tokenizer "$build/bin/gptoss-bench" --tokens 32 --prompts "$3"
 }
 for fixture in a b; do
