@@ -9,6 +9,13 @@ scripts/peer-llamacpp.sh unpacks; --gguf-py or GGUF_PY name its folder) and Debi
 
   scripts/export-gguf.py CHECKPOINT_DIR OUT.gguf [--dense f32|bf16|q8_0]
                          [--vocab datasets/tokenizer/o200k_base.tiktoken] [--gguf-py DIR]
+                         [--utf8-ban FILE.json]
+
+--utf8-ban also writes {"logit_bias": {"ID": -100, ...}} for every token whose bytes are not
+valid UTF-8 on their own (1,562 of o200k_base's), a request body for `gptoss-bench bench
+--extra-body @FILE`: llama-server parses each answer as text and ends a stream with an error
+event on invalid UTF-8, which random weights produce; with those tokens banned every answer is
+valid UTF-8.
 
 What goes in:
 - The vocabulary: o200k_harmony as llama.cpp's "gpt2" BPE with pre-tokenizer "gpt-4o": the
@@ -137,6 +144,18 @@ def vocabulary(tiktoken_path, vocab_size, gguf):
     return tokens, types, merges
 
 
+def write_utf8_ban(tiktoken_path, vocab_size, path):
+    banned = {}
+    for rank, token in enumerate(read_tiktoken(tiktoken_path)[:vocab_size]):
+        try:
+            token.decode("utf-8")
+        except UnicodeDecodeError:
+            banned[str(rank)] = -100
+    with open(path + ".tmp", "w") as f:
+        json.dump({"logit_bias": banned}, f)
+    os.replace(path + ".tmp", path)
+
+
 class Safetensors:
     """The tensors of every *.safetensors file in a folder, as numpy arrays over mmap."""
 
@@ -195,6 +214,7 @@ def main():
     here = Path(__file__).resolve().parent.parent
     parser.add_argument("--vocab", default=str(here / "datasets/tokenizer/o200k_base.tiktoken"))
     parser.add_argument("--gguf-py", default=os.environ.get("GGUF_PY"))
+    parser.add_argument("--utf8-ban")
     args = parser.parse_args()
     gguf = import_gguf(args.gguf_py)
 
@@ -207,6 +227,8 @@ def main():
         sys.exit("export-gguf: llama.cpp's gpt-oss fixes swiglu_limit at 7.0; this checkpoint has "
                  f"{c['swiglu_limit']}")
 
+    if args.utf8_ban:
+        write_utf8_ban(args.vocab, c["vocab_size"], args.utf8_ban)
     tmp = args.out + ".tmp"  # renamed once complete: a reader never sees half a file
     w = gguf.GGUFWriter(tmp, "gpt-oss")
     w.add_name(Path(args.checkpoint).resolve().name)

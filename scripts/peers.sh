@@ -9,7 +9,8 @@
 # 2. The weights: gpt-oss-tiny's dummy weights (seed 0) exported as a checkpoint folder
 #    (`gptoss-engine export-checkpoint`), and the two golden fixtures; each as GGUF
 #    (scripts/export-gguf.py), F32 dense for correctness, and gpt-oss-tiny also Q8_0 and BF16
-#    dense for the speed comparisons of `make bench` (section peer).
+#    dense for the speed comparisons of `make bench` (section peer), and the logit_bias list of
+#    tokens that are not valid UTF-8 alone (configs/cpu-peers.ini sends it to llama-server).
 # 3. Each GGUF read back with llama.cpp's GGUF reader (tests/peers/test_export_gguf.py).
 # 4. Greedy ids of both engines (scripts/peer-greedy.py with tests/peers/llama_greedy.cpp, our
 #    driver of libllama, compiled here against the peer's libraries), 32 tokens a prompt.
@@ -54,6 +55,12 @@ if [ ! -s "$tiny/model.safetensors" ] || [ "$tiny/model.safetensors" -ot "$build
   run export-checkpoint "$build/bin/gptoss-engine" export-checkpoint --model gpt-oss-tiny --out "$tiny"
 fi
 for dense in f32 q8_0 bf16; do run "gguf tiny $dense" gguf_of "$tiny" "$models/gpt-oss-tiny-$dense.gguf" "$dense"; done
+ban=$models/llamacpp-utf8-ban.json  # configs/cpu-peers.ini's --extra-body
+[ -s "$ban" ] || run "utf8 ban list" /usr/bin/python3 -c '
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("export_gguf", "scripts/export-gguf.py")
+m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+m.write_utf8_ban("datasets/tokenizer/o200k_base.tiktoken", m.HARMONY_VOCAB_SIZE, sys.argv[1])' "$ban"
 for fixture in a b; do
   run "gguf golden $fixture" gguf_of "tests/fixtures/gptoss-tiny/$fixture" "$models/golden-$fixture-f32.gguf" f32
 done

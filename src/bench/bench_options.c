@@ -8,7 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "common/buf.h"
 #include "common/check.h"
+#include "common/file.h"
 
 typedef enum { KIND_STRING, KIND_INT, KIND_DOUBLE, KIND_U64, KIND_FLAG, KIND_LIST } OptionKind;
 
@@ -57,6 +61,7 @@ static const OptionSpec OPTIONS[] = {
     INT("top-k", top_k, -1, 1e7),
     DBL("min-p", min_p, 0, 1),
     STR("request-id-prefix", request_id_prefix),
+    STR("extra-body", extra_body_arg),
     STR("percentile-metrics", percentile_metrics),
     STR("metric-percentiles", metric_percentiles),
     LIST("goodput", goodput, num_goodput),
@@ -86,6 +91,7 @@ const char BENCH_OPTIONS_USAGE[] =
     "          --seed (0)\n"
     "traffic:  --request-rate (inf) --burstiness (1.0 = Poisson) --max-concurrency N\n"
     "sampling: --ignore-eos --temperature (0.0) --top-p --top-k --min-p --request-id-prefix\n"
+    "          --extra-body JSON|@FILE (an object merged into every request body)\n"
     "metrics:  --percentile-metrics (ttft,tpot,itl) --metric-percentiles (99)\n"
     "          --goodput ttft:MS tpot:MS e2el:MS --num-warmups (0) --ready-check-timeout-sec (600)\n"
     "          --request-timeout-sec (21600) --num-client-threads (1) --busy-poll\n"
@@ -183,6 +189,35 @@ static bool check_choices(const BenchOptions *o, char *err, size_t err_size) {
   return true;
 }
 
+// --extra-body: the JSON text (or @FILE's) checked to be one object, then owned by o.
+static bool load_extra_body(BenchOptions *o, char *err, size_t err_size) {
+  const char *given = o->extra_body_arg;
+  if (!given) return true;
+  Buf text = {0};
+  if (given[0] == '@') {
+    char ferr[512];
+    if (!file_read_all(given + 1, &text, ferr, sizeof ferr)) {
+      snprintf(err, err_size, "--extra-body %s: %s", given, ferr);
+      return false;
+    }
+  } else {
+    buf_append_str(&text, given);
+  }
+  cJSON *root = cJSON_Parse(text.data ? text.data : "");
+  bool ok = cJSON_IsObject(root);
+  cJSON_Delete(root);
+  if (!ok) {
+    snprintf(err, err_size,
+             "--extra-body %.200s: not a JSON object (give e.g. '{\"logit_bias\": {\"13\": -100}}' "
+             "or @FILE holding one)",
+             given);
+    buf_free(&text);
+    return false;
+  }
+  o->extra_body = text.data;
+  return true;
+}
+
 bool bench_options_parse(BenchOptions *o, int argc, char **argv, char *err, size_t err_size) {
   set_defaults(o);
   for (int i = 1; i < argc; i++) {
@@ -233,12 +268,14 @@ bool bench_options_parse(BenchOptions *o, int argc, char **argv, char *err, size
     if (spec->kind == KIND_STRING) *(const char **)field = value;
     else if (!parse_number(spec, value, field, err, err_size)) return false;
   }
-  return check_choices(o, err, err_size);
+  return check_choices(o, err, err_size) && load_extra_body(o, err, err_size);
 }
 
 void bench_options_free(BenchOptions *o) {
   free(o->goodput);
   free(o->metadata);
+  free(o->extra_body);
+  o->extra_body = NULL;
   o->goodput = o->metadata = NULL;
   o->num_goodput = o->num_metadata = 0;
 }

@@ -41,6 +41,10 @@ typedef struct {
   int top_k;
   double min_p;
   const char *request_id_prefix;  // benchmark-serving
+  // --extra-body JSON or @FILE: a JSON object merged into every request body (its keys replace
+  // ours): the flag's value, and the object's text, checked and owned (NULL when not given)
+  const char *extra_body_arg;
+  char *extra_body;
   // measurement
   const char *percentile_metrics;  // ttft,tpot,itl
   const char *metric_percentiles;  // 99

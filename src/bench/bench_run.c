@@ -65,6 +65,7 @@ static ClientOptions client_options(const BenchOptions *o, const char *url) {
       .min_p = o->min_p,
       .logprobs = -1,
       .ignore_eos = o->ignore_eos,
+      .extra_body = o->extra_body,
       .api_key = getenv("OPENAI_API_KEY"),
       .request_id_prefix = o->request_id_prefix,
       .max_concurrency = (uint32_t)o->max_concurrency,

@@ -1,7 +1,7 @@
 // request_body.c: builds the completions / chat request JSON with cJSON in vLLM's key order:
 // the endpoint's fixed keys, then the optional sampling keys as vLLM's extra_body appends them
 // (top_p, top_k, min_p; temperature overwrites the fixed 0.0 in place). Must not send anything
-// vLLM v0.10.2 would not.
+// vLLM v0.10.2 would not, except what --extra-body adds: its keys last, replacing ours in place.
 #include "bench/request_body.h"
 
 #include <cjson/cJSON.h>
@@ -47,6 +47,18 @@ char *request_body_build(const ClientOptions *o, const BenchRequest *r) {
   if (o->has_top_p) cJSON_AddNumberToObject(root, "top_p", o->top_p);
   if (o->has_top_k) cJSON_AddNumberToObject(root, "top_k", o->top_k);
   if (o->has_min_p) cJSON_AddNumberToObject(root, "min_p", o->min_p);
+  if (o->extra_body) {
+    cJSON *extra = cJSON_Parse(o->extra_body);
+    CHECK(cJSON_IsObject(extra));  // bench_options_parse checked it
+    for (cJSON *item = extra->child; item; item = item->next) {
+      cJSON *copy = cJSON_Duplicate(item, true);
+      if (cJSON_HasObjectItem(root, item->string))
+        cJSON_ReplaceItemInObjectCaseSensitive(root, item->string, copy);
+      else
+        cJSON_AddItemToObject(root, item->string, copy);
+    }
+    cJSON_Delete(extra);
+  }
   char *text = cJSON_PrintUnformatted(root);
   CHECK(text != NULL);  // cJSON prints NULL only when out of memory
   cJSON_Delete(root);

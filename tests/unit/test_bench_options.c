@@ -1,12 +1,15 @@
 // test_bench_options.c: `bench` flags: vLLM's defaults, --x_y spelling, --flag=value, nargs
-// lists, and errors that name the flag.
+// lists, errors that name the flag, and --extra-body (inline or @FILE, an object or refused).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/bench_options.h"
 
@@ -81,11 +84,37 @@ static void test_errors_name_the_flag(void **state) {
   assert_refused(&o, PARSE(&o, err, "stray"), err, "'stray'");
 }
 
+static void test_extra_body(void **state) {
+  (void)state;
+  BenchOptions o;
+  char err[512], path[] = "/tmp/test_bench_options_XXXXXX";
+  assert_true(PARSE(&o, err, "--extra-body", "{\"top_k\": 1}"));
+  assert_string_equal(o.extra_body, "{\"top_k\": 1}");
+  bench_options_free(&o);
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "{\"logit_bias\": {}}", 18), 18);
+  close(fd);
+  char arg[64];
+  snprintf(arg, sizeof arg, "@%s", path);
+  assert_true(PARSE(&o, err, "--extra-body", arg));
+  assert_string_equal(o.extra_body, "{\"logit_bias\": {}}");
+  bench_options_free(&o);
+  unlink(path);
+  assert_false(PARSE(&o, err, "--extra-body", "[1, 2]"));
+  assert_non_null(strstr(err, "--extra-body [1, 2]: not a JSON object"));
+  bench_options_free(&o);
+  assert_false(PARSE(&o, err, "--extra-body", arg));  // the file is gone
+  assert_non_null(strstr(err, path));
+  bench_options_free(&o);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_defaults_are_vllms),
       cmocka_unit_test(test_spellings_and_lists),
       cmocka_unit_test(test_errors_name_the_flag),
+      cmocka_unit_test(test_extra_body),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 // test_request_body.c: the request JSON, byte for byte: vLLM v0.10.2's keys and key order for
 // completions and chat, the optional sampling keys appended after the fixed ones (temperature
-// replaced in place), logprobs null by default, and JSON escaping of the prompt.
+// replaced in place), logprobs null by default, JSON escaping of the prompt, and --extra-body's
+// keys merged last.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,12 +77,27 @@ static void test_escaping(void **state) {
   cJSON_free(body);
 }
 
+static void test_extra_body(void **state) {
+  (void)state;
+  // Its keys come last; a key we send too (temperature) is replaced where it stands.
+  ClientOptions o = {.endpoint = ENDPOINT_COMPLETIONS,
+                     .model = "m",
+                     .logprobs = -1,
+                     .extra_body = "{\"logit_bias\": {\"13\": -100}, \"temperature\": 0.5}"};
+  BenchRequest r = {.prompt = "Hi", .expected_output_len = 7};
+  assert_body(&o, &r,
+              "{\"model\":\"m\",\"prompt\":\"Hi\",\"temperature\":0.5,\"repetition_penalty\":1,"
+              "\"max_tokens\":7,\"logprobs\":null,\"stream\":true,"
+              "\"stream_options\":{\"include_usage\":true},\"logit_bias\":{\"13\":-100}}");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_completions_defaults),
       cmocka_unit_test(test_completions_all_options),
       cmocka_unit_test(test_chat),
       cmocka_unit_test(test_escaping),
+      cmocka_unit_test(test_extra_body),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
