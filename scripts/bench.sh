@@ -229,7 +229,7 @@ bench_engine() {
 # medians are compared: peer.ratio.bB.{prefill,decode} = ours / llama.cpp.
 
 bench_peer() {
-  local env_out ours theirs b r runs=${BENCH_PEER_RUNS:-3} threads gguf
+  local env_out ours theirs out b r runs=${BENCH_PEER_RUNS:-3} threads gguf
   env_out=$(scripts/peer-llamacpp.sh build/peers) || return 1
   eval "$env_out"
   gguf=build/peers/models/gpt-oss-tiny-q8_0.gguf
@@ -250,7 +250,8 @@ bench_peer() {
   done
   for b in 1 8 32 64; do
     ours=$(for r in $(seq "$runs"); do
-      echo "$(field "$(cat "$tmp/ours.$r")" "b$b.prefill_tok_s") $(field "$(cat "$tmp/ours.$r")" "b$b.decode_tok_s")"
+      out=$(cat "$tmp/ours.$r")
+      echo "$(field "$out" "b$b.prefill_tok_s") $(field "$out" "b$b.decode_tok_s")"
     done)
     theirs=$(for r in $(seq "$runs"); do
       node -e 'for (const l of require("fs").readFileSync(process.argv[1], "utf8").split("\n"))

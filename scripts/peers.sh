@@ -43,9 +43,9 @@ export GGUF_PY
 echo "peers: llama.cpp $LLAMACPP_COMMIT in $LLAMACPP_BIN"
 
 # A GGUF is made again when missing or older than its checkpoint or the exporter.
-gguf_of() {  # checkpoint folder, out file, dense format
+gguf_of() {  # checkpoint folder, out file, dense format, more export-gguf.py flags...
   if [ ! -s "$2" ] || [ "$2" -ot "$1/config.json" ] || [ "$2" -ot scripts/export-gguf.py ]; then
-    /usr/bin/python3 scripts/export-gguf.py "$1" "$2" --dense "$3" --gguf-py "$GGUF_PY"
+    /usr/bin/python3 scripts/export-gguf.py "$1" "$2" --dense "$3" --gguf-py "$GGUF_PY" "${@:4}"
   fi
 }
 
@@ -54,13 +54,11 @@ tiny=$models/gpt-oss-tiny
 if [ ! -s "$tiny/model.safetensors" ] || [ "$tiny/model.safetensors" -ot "$build/bin/gptoss-engine" ]; then
   run export-checkpoint "$build/bin/gptoss-engine" export-checkpoint --model gpt-oss-tiny --out "$tiny"
 fi
-for dense in f32 q8_0 bf16; do run "gguf tiny $dense" gguf_of "$tiny" "$models/gpt-oss-tiny-$dense.gguf" "$dense"; done
-ban=$models/llamacpp-utf8-ban.json  # configs/cpu-peers.ini's --extra-body
-[ -s "$ban" ] || run "utf8 ban list" /usr/bin/python3 -c '
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("export_gguf", "scripts/export-gguf.py")
-m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
-m.write_utf8_ban("datasets/tokenizer/o200k_base.tiktoken", m.HARMONY_VOCAB_SIZE, sys.argv[1])' "$ban"
+ban=$models/llamacpp-utf8-ban.json  # configs/cpu-peers.ini's --extra-body, written with the Q8_0 GGUF
+[ -s "$ban" ] || rm -f "$models/gpt-oss-tiny-q8_0.gguf"
+run "gguf tiny f32" gguf_of "$tiny" "$models/gpt-oss-tiny-f32.gguf" f32
+run "gguf tiny q8_0" gguf_of "$tiny" "$models/gpt-oss-tiny-q8_0.gguf" q8_0 --utf8-ban "$ban"
+run "gguf tiny bf16" gguf_of "$tiny" "$models/gpt-oss-tiny-bf16.gguf" bf16
 for fixture in a b; do
   run "gguf golden $fixture" gguf_of "tests/fixtures/gptoss-tiny/$fixture" "$models/golden-$fixture-f32.gguf" f32
 done

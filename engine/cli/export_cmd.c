@@ -3,17 +3,15 @@
 // layout: DIR/config.json and DIR/model.safetensors (bf16 tensors, MXFP4 blocks and scales as
 // U8), the bytes `--load-format dummy` converts. The same weights then load with
 // `--load-format safetensors` and travel to other engines (scripts/export-gguf.py makes a GGUF
-// of the folder for llama.cpp). Both files are written beside their final name and renamed, so
-// a folder never holds half a file.
+// of the folder for llama.cpp). Both files are written atomically (common/file.h), the
+// safetensors file streamed tensor by tensor.
 #include "cli/export_cmd.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/cli_args.h"
 #include "common/buf.h"
@@ -60,39 +58,29 @@ static char *safetensors_header(const GptOssConfig *c, uint64_t seed, size_t *le
   return text;
 }
 
-static void write_or_die(FILE *f, const void *data, size_t len, const char *path) {
-  if (fwrite(data, 1, len, f) != len) die("export-checkpoint: writing %s: %s", path, strerror(errno));
-}
+typedef struct {
+  const GptOssConfig *config;
+  uint64_t seed;
+} SafetensorsJob;
 
-// DIR/model.safetensors through a temporary file beside it.
-static void write_safetensors(const GptOssConfig *c, uint64_t seed, const char *path) {
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  if (!f) die("export-checkpoint: cannot create %s: %s", tmp, strerror(errno));
+// The safetensors file: 8-byte little-endian header length, the header, every tensor's bytes.
+static bool write_safetensors(int fd, void *ctx) {
+  const SafetensorsJob *job = ctx;
   size_t header_len;
-  char *header = safetensors_header(c, seed, &header_len);
+  char *header = safetensors_header(job->config, job->seed, &header_len);
   uint8_t len_le[8];
   for (int b = 0; b < 8; b++) len_le[b] = (uint8_t)((uint64_t)header_len >> (8 * b));
-  write_or_die(f, len_le, sizeof len_le, tmp);
-  write_or_die(f, header, header_len, tmp);
+  bool ok = file_write_all(fd, len_le, sizeof len_le) && file_write_all(fd, header, header_len);
   free(header);
-  for (int i = 0; i < checkpoint_num_tensors(c); i++) {
+  for (int i = 0; ok && i < checkpoint_num_tensors(job->config); i++) {
     CheckpointTensor t;
-    checkpoint_tensor(c, i, &t);
+    checkpoint_tensor(job->config, i, &t);
     void *bytes = xmalloc((size_t)t.num_bytes);
-    weights_dummy_fill(c, &t, seed, bytes);
-    write_or_die(f, bytes, (size_t)t.num_bytes, tmp);
+    weights_dummy_fill(job->config, &t, job->seed, bytes);
+    ok = file_write_all(fd, bytes, (size_t)t.num_bytes);
     free(bytes);
   }
-  if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0) {
-    unlink(tmp);
-    die("export-checkpoint: writing %s: %s", tmp, strerror(errno));
-  }
-  if (rename(tmp, path) != 0) {
-    unlink(tmp);
-    die("export-checkpoint: cannot rename %s to %s: %s", tmp, path, strerror(errno));
-  }
+  return ok;
 }
 
 int export_cmd_main(int argc, char **argv) {
@@ -139,7 +127,9 @@ int export_cmd_main(int argc, char **argv) {
     die("export-checkpoint: %s", err);
   buf_free(&body);
   snprintf(path, sizeof path, "%s/model.safetensors", out);
-  write_safetensors(&config, seed, path);
+  SafetensorsJob job = {&config, seed};
+  if (!file_write_atomic_with(path, write_safetensors, &job, err, sizeof err))
+    die("export-checkpoint: %s", err);
   printf("export-checkpoint: %s seed %llu -> %s (config.json, model.safetensors)\n", model,
          (unsigned long long)seed, out);
   return 0;

@@ -78,8 +78,8 @@ static void run_step(Engine *e, Step *step) {
                        &r->params.sampling, &r->rng, &e->sampler);
   }
   if (e->config.step_slowdown > 1) {  // spins, so the extra time costs CPU as real work does
-    int64_t until = clock_now_ns() + (int64_t)((double)(clock_now_ns() - start_ns) *
-                                               (e->config.step_slowdown - 1));
+    int64_t now = clock_now_ns();
+    int64_t until = now + (int64_t)((double)(now - start_ns) * (e->config.step_slowdown - 1));
     while (clock_now_ns() < until) continue;
   }
   double seconds = (double)(clock_now_ns() - start_ns) / 1e9;

@@ -189,7 +189,7 @@ static bool check_choices(const BenchOptions *o, char *err, size_t err_size) {
   return true;
 }
 
-// --extra-body: the JSON text (or @FILE's) checked to be one object, then owned by o.
+// --extra-body: the JSON text (or @FILE's) parsed once into o, which must be one object.
 static bool load_extra_body(BenchOptions *o, char *err, size_t err_size) {
   const char *given = o->extra_body_arg;
   if (!given) return true;
@@ -204,17 +204,16 @@ static bool load_extra_body(BenchOptions *o, char *err, size_t err_size) {
     buf_append_str(&text, given);
   }
   cJSON *root = cJSON_Parse(text.data ? text.data : "");
-  bool ok = cJSON_IsObject(root);
-  cJSON_Delete(root);
-  if (!ok) {
+  buf_free(&text);
+  if (!cJSON_IsObject(root)) {
+    cJSON_Delete(root);
     snprintf(err, err_size,
              "--extra-body %.200s: not a JSON object (give e.g. '{\"logit_bias\": {\"13\": -100}}' "
              "or @FILE holding one)",
              given);
-    buf_free(&text);
     return false;
   }
-  o->extra_body = text.data;
+  o->extra_body = root;
   return true;
 }
 
@@ -274,7 +273,7 @@ bool bench_options_parse(BenchOptions *o, int argc, char **argv, char *err, size
 void bench_options_free(BenchOptions *o) {
   free(o->goodput);
   free(o->metadata);
-  free(o->extra_body);
+  cJSON_Delete(o->extra_body);
   o->extra_body = NULL;
   o->goodput = o->metadata = NULL;
   o->num_goodput = o->num_metadata = 0;

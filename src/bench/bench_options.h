@@ -42,9 +42,9 @@ typedef struct {
   double min_p;
   const char *request_id_prefix;  // benchmark-serving
   // --extra-body JSON or @FILE: a JSON object merged into every request body (its keys replace
-  // ours): the flag's value, and the object's text, checked and owned (NULL when not given)
+  // ours): the flag's value, and the object parsed once, owned (NULL when not given)
   const char *extra_body_arg;
-  char *extra_body;
+  struct cJSON *extra_body;
   // measurement
   const char *percentile_metrics;  // ttft,tpot,itl
   const char *metric_percentiles;  // 99

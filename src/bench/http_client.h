@@ -32,7 +32,7 @@ typedef struct {
   int top_k;
   int logprobs;                   // completions only; < 0 sends "logprobs": null (vLLM's default)
   bool ignore_eos;                // sends "ignore_eos": true
-  const char *extra_body;         // a JSON object whose keys are set in every body; NULL: none
+  const struct cJSON *extra_body;  // a JSON object whose keys are set in every body; NULL: none
   const char *api_key;            // "Authorization: Bearer <api_key>"; NULL sends "Bearer None",
                                   // as vLLM does when OPENAI_API_KEY is unset
   const char *request_id_prefix;  // "x-request-id: <prefix><i>"; NULL: no such header

@@ -47,17 +47,12 @@ char *request_body_build(const ClientOptions *o, const BenchRequest *r) {
   if (o->has_top_p) cJSON_AddNumberToObject(root, "top_p", o->top_p);
   if (o->has_top_k) cJSON_AddNumberToObject(root, "top_k", o->top_k);
   if (o->has_min_p) cJSON_AddNumberToObject(root, "min_p", o->min_p);
-  if (o->extra_body) {
-    cJSON *extra = cJSON_Parse(o->extra_body);
-    CHECK(cJSON_IsObject(extra));  // bench_options_parse checked it
-    for (cJSON *item = extra->child; item; item = item->next) {
-      cJSON *copy = cJSON_Duplicate(item, true);
-      if (cJSON_HasObjectItem(root, item->string))
-        cJSON_ReplaceItemInObjectCaseSensitive(root, item->string, copy);
-      else
-        cJSON_AddItemToObject(root, item->string, copy);
-    }
-    cJSON_Delete(extra);
+  for (const cJSON *item = o->extra_body ? o->extra_body->child : NULL; item; item = item->next) {
+    cJSON *copy = cJSON_Duplicate(item, true);
+    if (cJSON_HasObjectItem(root, item->string))
+      cJSON_ReplaceItemInObjectCaseSensitive(root, item->string, copy);
+    else
+      cJSON_AddItemToObject(root, item->string, copy);
   }
   char *text = cJSON_PrintUnformatted(root);
   CHECK(text != NULL);  // cJSON prints NULL only when out of memory

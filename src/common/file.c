@@ -58,7 +58,8 @@ bool file_make_dirs(const char *dir, char *err, size_t err_size) {
   return ok;
 }
 
-static bool write_all(int fd, const char *data, size_t len) {
+bool file_write_all(int fd, const void *bytes, size_t len) {
+  const char *data = bytes;
   while (len > 0) {
     ssize_t n = write(fd, data, len);
     if (n < 0 && errno == EINTR) continue;
@@ -69,8 +70,8 @@ static bool write_all(int fd, const char *data, size_t len) {
   return true;
 }
 
-bool file_write_atomic(const char *path, const void *data, size_t len, char *err,
-                       size_t err_size) {
+bool file_write_atomic_with(const char *path, FileProducer produce, void *ctx, char *err,
+                            size_t err_size) {
   const char *slash = strrchr(path, '/');
   size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
   Buf temp = {0};
@@ -81,7 +82,7 @@ bool file_write_atomic(const char *path, const void *data, size_t len, char *err
   if (ok) {
     mode_t mask = umask(0);  // mkstemp makes 0600; give the file what open() would
     umask(mask);
-    ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, data, len) && fsync(fd) == 0;
+    ok = fchmod(fd, 0666 & ~mask) == 0 && produce(fd, ctx) && fsync(fd) == 0;
     ok = close(fd) == 0 && ok;
     ok = ok && rename(temp.data, path) == 0;
   }
@@ -100,4 +101,20 @@ bool file_write_atomic(const char *path, const void *data, size_t len, char *err
   }
   buf_free(&temp);
   return ok;
+}
+
+typedef struct {
+  const void *data;
+  size_t len;
+} Bytes;
+
+static bool write_bytes(int fd, void *ctx) {
+  const Bytes *b = ctx;
+  return file_write_all(fd, b->data, b->len);
+}
+
+bool file_write_atomic(const char *path, const void *data, size_t len, char *err,
+                       size_t err_size) {
+  Bytes b = {data, len};
+  return file_write_atomic_with(path, write_bytes, &b, err, err_size);
 }

@@ -18,6 +18,13 @@ bool file_read_all(const char *path, Buf *out, char *err, size_t err_size);
 // system's reason; no temporary file is left behind.
 bool file_write_atomic(const char *path, const void *data, size_t len, char *err,
                        size_t err_size);
+// The same for a file too big to hold in memory: produce writes the whole content to fd (with
+// file_write_all) and returns false, errno set, when it cannot.
+typedef bool (*FileProducer)(int fd, void *ctx);
+bool file_write_atomic_with(const char *path, FileProducer produce, void *ctx, char *err,
+                            size_t err_size);
+// Writes all len bytes to fd (retrying short writes and EINTR); false with errno set.
+bool file_write_all(int fd, const void *data, size_t len);
 
 // Creates dir and its missing parents (mode 0755, as `mkdir -p`). False with err naming the
 // folder that could not be made and the system's reason.

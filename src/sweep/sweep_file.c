@@ -448,8 +448,8 @@ static void default_name(SweepFile *f) {
 }
 
 bool sweep_file_parse(SweepFile *f, const char *path, const char *text, char *err, size_t err_size) {
-  *f = (SweepFile){.path = xstrdup(path), .repeat = 1, .rounds = 1, .stop_grace_sec = 10, .baseline = -1,
-                   .optimized = -1};
+  *f = (SweepFile){.path = xstrdup(path), .repeat = 1, .rounds = 1, .stop_grace_sec = 10,
+                   .baseline = -1, .optimized = -1};
   buf_append_str(&f->text, text);
   Ctx c = {path, err, err_size};
   Reader r = {.text = text};

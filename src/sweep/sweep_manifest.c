@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "common/buf.h"
-#include "common/check.h"
 #include "common/file.h"
 
 // First line of a constant command's output; null when the command fails or prints nothing.
@@ -26,23 +25,22 @@ static json_t *command_line(const char *cmd) {
   return got && rc == 0 && line[0] ? json_string(line) : json_null();
 }
 
-// The value of the first "KEY : value" line of /proc/cpuinfo (malloc'd), NULL when absent.
-static char *cpuinfo_value(const char *key) {
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  char line[8192];
-  char *value = NULL;
+// The value of the first "KEY<blanks>: value" line of cpuinfo (malloc'd), NULL when absent.
+static char *cpuinfo_value(const char *cpuinfo, const char *key) {
   size_t key_len = strlen(key);
-  while (f && !value && fgets(line, sizeof line, f)) {
-    char *colon = strchr(line, ':');
-    if (!colon || strncmp(line, key, key_len) != 0) continue;
-    if (strspn(line + key_len, " \t") != (size_t)(colon - line) - key_len) continue;
-    char *v = colon + 1;
-    while (*v == ' ') v++;
-    v[strcspn(v, "\n")] = '\0';
-    value = xstrdup(v);
+  for (const char *line = cpuinfo; *line;) {
+    const char *v = line + key_len + strspn(line + key_len, " \t");
+    if (strncmp(line, key, key_len) == 0 && *v == ':') {
+      v += 1 + strspn(v + 1, " ");
+      Buf value = {0};
+      buf_append(&value, v, strcspn(v, "\n"));
+      return value.data;
+    }
+    const char *next = strchr(line, '\n');
+    if (!next) break;
+    line = next + 1;
   }
-  if (f) fclose(f);
-  return value;
+  return NULL;
 }
 
 // The CPU as a reader of a baseline needs it: /proc/cpuinfo's model name (a VM may show only
@@ -53,10 +51,15 @@ static json_t *cpu_info(char **model_name) {
                                         "avx512bw",    "avx512vl",     "avx512_vnni",
                                         "avx512_bf16", "avx_vnni",     "amx_tile",
                                         "amx_bf16",    "amx_int8",     "avx512_fp16"};
-  char *vendor = cpuinfo_value("vendor_id"), *family = cpuinfo_value("cpu family");
-  char *model = cpuinfo_value("model"), *stepping = cpuinfo_value("stepping");
-  char *flags = cpuinfo_value("flags");
-  *model_name = cpuinfo_value("model name");
+  Buf text = {0};
+  char ignored[256];  // no /proc/cpuinfo: every field is null
+  file_read_all("/proc/cpuinfo", &text, ignored, sizeof ignored);
+  const char *info = text.data ? text.data : "";
+  char *vendor = cpuinfo_value(info, "vendor_id"), *family = cpuinfo_value(info, "cpu family");
+  char *model = cpuinfo_value(info, "model"), *stepping = cpuinfo_value(info, "stepping");
+  char *flags = cpuinfo_value(info, "flags");
+  *model_name = cpuinfo_value(info, "model name");
+  buf_free(&text);
   json_t *isa = json_array();
   Buf padded = {0};  // " flag flag ... ": each flag found as " NAME "
   buf_printf(&padded, " %s ", flags ? flags : "");

@@ -1,9 +1,10 @@
 // sweep_run.c: the sweep loop. For each round, for each engine: start it in its own process
 // group, wait until it is ready, run its workloads through bench_run (results in
-// <run>/<engine>/<workload>[.rK].json, K counting on over the rounds), stop it; an engine that fails to start, or exits during a workload, is recorded as failed with
-// its last error line and the loop goes on. SIGINT and SIGTERM set a flag and send SIGTERM to the
-// running engine's group, SIGKILL after stop_grace (SIGALRM) or at a second signal; the loop then
-// stops the engine, marks the manifest interrupted and returns.
+// <run>/<engine>/<workload>[.rK].json, K counting on over the rounds), stop it; an engine that
+// fails to start, or exits during a workload, is recorded as failed with its last error line,
+// is not started again in later rounds, and the loop goes on. SIGINT and SIGTERM set a flag and
+// send SIGTERM to the running engine's group, SIGKILL after stop_grace (SIGALRM) or at a second
+// signal; the loop then stops the engine, marks the manifest interrupted and returns.
 #include "sweep/sweep_run.h"
 
 #include <errno.h>

@@ -1,8 +1,8 @@
 // sweep_run.h: one sweep: the run folder, each engine started, checked and stopped in turn, each
 // of its workloads run `repeat` times by the in-process load generator (all of it `rounds`
-// times over), the manifest rewritten
-// atomically after every step, progress with an ETA on stderr, Ctrl-C handled. Leaves no process
-// behind. Writes no summary (summary.c does, from the folder).
+// times over), the manifest rewritten atomically after every step, progress with an ETA on
+// stderr, Ctrl-C handled. Leaves no process behind. Writes no summary (summary.c does, from the
+// folder).
 #ifndef GB_SWEEP_SWEEP_RUN_H
 #define GB_SWEEP_SWEEP_RUN_H
 

@@ -80,15 +80,15 @@ static void test_escaping(void **state) {
 static void test_extra_body(void **state) {
   (void)state;
   // Its keys come last; a key we send too (temperature) is replaced where it stands.
-  ClientOptions o = {.endpoint = ENDPOINT_COMPLETIONS,
-                     .model = "m",
-                     .logprobs = -1,
-                     .extra_body = "{\"logit_bias\": {\"13\": -100}, \"temperature\": 0.5}"};
+  cJSON *extra = cJSON_Parse("{\"logit_bias\": {\"13\": -100}, \"temperature\": 0.5}");
+  ClientOptions o = {.endpoint = ENDPOINT_COMPLETIONS, .model = "m", .logprobs = -1,
+                     .extra_body = extra};
   BenchRequest r = {.prompt = "Hi", .expected_output_len = 7};
   assert_body(&o, &r,
               "{\"model\":\"m\",\"prompt\":\"Hi\",\"temperature\":0.5,\"repetition_penalty\":1,"
               "\"max_tokens\":7,\"logprobs\":null,\"stream\":true,"
               "\"stream_options\":{\"include_usage\":true},\"logit_bias\":{\"13\":-100}}");
+  cJSON_Delete(extra);
 }
 
 int main(void) {
