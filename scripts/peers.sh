@@ -13,7 +13,8 @@
 #    tokens that are not valid UTF-8 alone (configs/cpu-peers.ini sends it to llama-server).
 # 3. Each GGUF read back with llama.cpp's GGUF reader (tests/peers/test_export_gguf.py).
 # 4. Greedy ids of both engines (scripts/peer-greedy.py with tests/peers/llama_greedy.cpp, our
-#    driver of libllama, compiled here against the peer's libraries), 32 tokens a prompt.
+#    driver of libllama, compiled here against the peer's libraries), 32 tokens a prompt, and
+#    the negative control: golden a with one matrix's sign flipped must fail that comparison.
 # Prints TAP per step and ends with "N passed, N failed"; exits non-zero on any failure.
 set -uo pipefail
 build=${1:?usage: peers.sh BUILD_DIR}
@@ -86,6 +87,23 @@ for fixture in a b; do
   run "greedy golden $fixture" greedy "tests/fixtures/gptoss-tiny/$fixture" "$models/golden-$fixture-f32.gguf" 6
 done
 run "greedy tiny" greedy "$tiny" "$models/gpt-oss-tiny-f32.gguf" 6
+
+# The negative control: with one weight matrix's sign flipped on our side, the comparison must
+# fail; near-tie verdicts that excused it would excuse a real bug too.
+must_part() {  # checkpoint, gguf
+  local out
+  out=$(greedy "$@" 2>&1)
+  printf '%s\n' "$out" | sed 's/^/#   /'
+  if grep -q '^not ok 1 - the engines agree' <<<"$out" && ! grep -q '^ok .*near-tie' <<<"$out"; then
+    echo "ok 1 - a sign-flipped block.3.attn.out.weight is caught, no parting excused"
+  else
+    echo "not ok 1 - a sign-flipped block.3.attn.out.weight passed as near-ties"
+  fi
+}
+flipped=$models/golden-a-sign-flipped
+/usr/bin/python3 tests/peers/sign_flipped_checkpoint.py tests/fixtures/gptoss-tiny/a "$flipped" \
+  block.3.attn.out.weight
+run "negative control" must_part "$flipped" "$models/golden-a-f32.gguf" 6
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

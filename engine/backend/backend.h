@@ -31,6 +31,13 @@ typedef struct {
   float *out;            // [num_tokens, num_heads * head_dim]
 } AttentionArgs;
 
+// Router diagnostics for one MoE call (`gptoss-engine generate --route-margins-out`,
+// `--flip-route`: telling a routing near-tie from a bug when two engines part).
+typedef struct {
+  float *margins;  // NULL, or host [num_tokens]: the k-th largest router logit minus the (k+1)-th
+  int flip_token;  // -1, or the token that takes its (k+1)-th expert in place of its k-th
+} MoeProbe;
+
 typedef struct {
   const GptOssConfig *config;
   const LayerWeights *layer;
@@ -41,6 +48,7 @@ typedef struct {
   // picks outside [expert_begin, expert_end) add nothing here (another rank adds them).
   int expert_begin, expert_end;
   float *residual;       // [num_tokens, hidden] the MoE output is added here
+  const MoeProbe *probe; // NULL, or diagnostics (host-memory backends only)
 } MoeArgs;
 
 struct Backend {

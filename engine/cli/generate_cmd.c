@@ -1,6 +1,7 @@
 // generate_cmd.c: `gptoss-engine generate`: flags -> the runner (weights, backends, ranks) -> one
 // generation -> {"prompt_ids", "output_ids", "text", "finish_reason"} on stdout, and optionally
-// the prompt's logits as .npy. Dies with a message naming the flag on bad input.
+// the prompt's logits and the router's margins as .npy. Dies with a message naming the flag on
+// bad input.
 #include "cli/generate_cmd.h"
 
 #include <errno.h>
@@ -33,6 +34,8 @@ typedef struct {
   uint64_t seed;
   bool ignore_eos;
   const char *logits_out;
+  const char *route_margins_out;
+  int flip_layer, flip_position;  // --flip-route LAYER:POSITION; -1, -1: none
   const char *device;
   int num_threads;
   int tensor_parallel, pipeline_parallel;
@@ -43,7 +46,8 @@ static const char USAGE[] =
     "         [--weight-format auto|f32|bf16|q8]\n"
     "         (--prompt-ids 1,2,3 | --prompt TEXT | --chat TEXT) --max-tokens N\n"
     "         [--temperature T] [--top-p P] [--top-k K] [--seed S] [--ignore-eos]\n"
-    "         [--logits-out FILE.npy] [--device auto|cpu|cuda] [--threads N]\n"
+    "         [--logits-out FILE.npy] [--route-margins-out FILE.npy] [--flip-route L:P]\n"
+    "         [--device auto|cpu|cuda] [--threads N]\n"
     "         [--tensor-parallel-size|-tp N] [--pipeline-parallel-size|-pp N]\n"
     "  M: a checkpoint folder (config.json + *.safetensors, OpenAI's original/ layout) or, with\n"
     "     dummy weights, a preset: openai/gpt-oss-120b, openai/gpt-oss-20b, gpt-oss-tiny.\n"
@@ -52,7 +56,22 @@ static const char USAGE[] =
     "     for a checkpoint folder.\n"
     "  Prints one JSON line {\"prompt_ids\", \"output_ids\", \"text\", \"finish_reason\"}.\n"
     "  --logits-out writes the logits at every prompt position (float32 [prompt, vocab]).\n"
+    "  --route-margins-out writes, per layer and prompt position, the router's k-th largest\n"
+    "     logit minus its (k+1)-th (float32 [layers, prompt]): how close each expert choice was.\n"
+    "  --flip-route L:P: at layer L and prompt position P (0-based) the router takes its\n"
+    "     (k+1)-th expert in place of the k-th (what another engine's rounding would have done).\n"
+    "     Both diagnostics need one rank on the CPU.\n"
     "  -tp/-pp: tensor and pipeline parallel ranks (threads on the CPU; --threads is shared).\n";
+
+static void parse_flip_route(const char *value, GenerateOptions *o) {
+  int layer, position, end = 0;
+  if (sscanf(value, "%d:%d%n", &layer, &position, &end) != 2 || value[end] || layer < 0 ||
+      position < 0)
+    die("generate: --flip-route '%s' is not LAYER:POSITION (two 0-based integers, e.g. 3:5)",
+        value);
+  o->flip_layer = layer;
+  o->flip_position = position;
+}
 
 static GenerateOptions parse_options(int argc, char **argv) {
   GenerateOptions o = {.load_format = "auto",
@@ -61,7 +80,9 @@ static GenerateOptions parse_options(int argc, char **argv) {
                        .top_p = 1,
                        .device = "auto",
                        .tensor_parallel = 1,
-                       .pipeline_parallel = 1};
+                       .pipeline_parallel = 1,
+                       .flip_layer = -1,
+                       .flip_position = -1};
   static const struct option longopts[] = {{"model", required_argument, 0, 'm'},
                                            {"load-format", required_argument, 0, 'l'},
                                            {"weight-format", required_argument, 0, 'w'},
@@ -75,6 +96,8 @@ static GenerateOptions parse_options(int argc, char **argv) {
                                            {"seed", required_argument, 0, 's'},
                                            {"ignore-eos", no_argument, 0, 'e'},
                                            {"logits-out", required_argument, 0, 'o'},
+                                           {"route-margins-out", required_argument, 0, 'R'},
+                                           {"flip-route", required_argument, 0, 'F'},
                                            {"device", required_argument, 0, 'd'},
                                            {"threads", required_argument, 0, 'T'},
                                            {"tensor-parallel-size", required_argument, 0, 'X'},
@@ -105,6 +128,8 @@ static GenerateOptions parse_options(int argc, char **argv) {
         break;
       case 'e': o.ignore_eos = true; break;
       case 'o': o.logits_out = optarg; break;
+      case 'R': o.route_margins_out = optarg; break;
+      case 'F': parse_flip_route(optarg, &o); break;
       case 'd': o.device = optarg; break;
       case 'T':
         o.num_threads = (int)cli_parse_long("generate", "--threads", optarg, 1, 1024);
@@ -167,6 +192,23 @@ static void print_result(const Tokenizer *tok, const TokenIds *prompt, const Gen
   buf_free(&text);
 }
 
+// The router diagnostics the flags ask for, checked against the runner and the prompt: false
+// when none. probe->margins is allocated [layers, prompt] for --route-margins-out.
+static bool route_probe(const GenerateOptions *o, DeviceKind device, const GptOssConfig *c,
+                        size_t prompt_len, RouteProbe *probe) {
+  if (!o->route_margins_out && o->flip_layer < 0) return false;
+  if (device == DEVICE_CUDA || o->tensor_parallel * o->pipeline_parallel != 1)
+    die("generate: --route-margins-out and --flip-route need one rank on the CPU: use "
+        "--device cpu without -tp/-pp");
+  if (o->flip_layer >= c->num_layers || o->flip_position >= (int64_t)prompt_len)
+    die("generate: --flip-route %d:%d is outside the model (%d layers) or the prompt (%zu "
+        "tokens)", o->flip_layer, o->flip_position, c->num_layers, prompt_len);
+  *probe = (RouteProbe){.flip_layer = o->flip_layer, .flip_token = o->flip_position};
+  if (o->route_margins_out)
+    probe->margins = xmalloc((size_t)c->num_layers * prompt_len * sizeof *probe->margins);
+  return true;
+}
+
 int generate_cmd_main(int argc, char **argv) {
   GenerateOptions o = parse_options(argc, argv);
   WeightsOptions wo = {.seed = o.seed};
@@ -192,6 +234,8 @@ int generate_cmd_main(int argc, char **argv) {
   const int vocab = runner_config(runner)->vocab_size;
   float *logits = NULL;
   if (o.logits_out) logits = xmalloc(prompt.len * (size_t)vocab * sizeof *logits);
+  RouteProbe probe;
+  const bool probed = route_probe(&o, device, runner_config(runner), prompt.len, &probe);
   GenerateRequest req = {
       .prompt_ids = prompt.data,
       .num_prompt_ids = prompt.len,
@@ -199,16 +243,22 @@ int generate_cmd_main(int argc, char **argv) {
       .sampling = {.temperature = (float)o.temperature, .top_p = (float)o.top_p, .top_k = o.top_k},
       .seed = o.seed,
       .ignore_eos = o.ignore_eos,
-      .prompt_logits = logits};
+      .prompt_logits = logits,
+      .prefill_probe = probed ? &probe : NULL};
   GenerateResult result;
   if (!generate_run(runner, &req, &result, err, sizeof err)) die("generate: %s", err);
   if (o.logits_out &&
       !npy_write_f32(o.logits_out, logits, (int64_t)prompt.len, vocab, err, sizeof err))
     die("generate: --logits-out: %s", err);
+  if (o.route_margins_out &&
+      !npy_write_f32(o.route_margins_out, probe.margins, runner_config(runner)->num_layers,
+                     (int64_t)prompt.len, err, sizeof err))
+    die("generate: --route-margins-out: %s", err);
   print_result(&tok, &prompt, &result);
   tok_free(&tok);
 
   free(logits);
+  if (probed) free(probe.margins);
   token_ids_free(&result.output_ids);
   token_ids_free(&prompt);
   runner_free(runner);

@@ -111,7 +111,9 @@ bool generate_run(Runner *runner, const GenerateRequest *r, GenerateResult *out,
   seq_batch_init(&sb, num_prompt, num_blocks);
 
   Batch prefill = seq_batch(&sb, r->prompt_ids, 0, num_prompt, all_logits);
+  if (r->prefill_probe) runner_set_route_probe(runner, r->prefill_probe);
   runner_forward(runner, &prefill, prompt_logits);
+  if (r->prefill_probe) runner_set_route_probe(runner, NULL);
   const float *last = prompt_logits + (all_logits ? (size_t)(num_prompt - 1) * vocab : 0);
 
   SamplerRng rng;

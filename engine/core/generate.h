@@ -21,6 +21,8 @@ typedef struct {
   uint64_t seed;
   bool ignore_eos;             // otherwise <|return|>, <|call|> and <|endoftext|> stop
   float *prompt_logits;        // NULL, or [num_prompt_ids, vocab] filled from the prefill
+  const RouteProbe *prefill_probe;  // NULL, or router diagnostics of the prefill (a single
+                                    // host-memory rank: runner_set_route_probe)
 } GenerateRequest;
 
 typedef struct {

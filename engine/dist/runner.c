@@ -102,6 +102,11 @@ static void *rank_thread(void *arg) {
   }
 }
 
+void runner_set_route_probe(Runner *r, const RouteProbe *probe) {
+  CHECK(r->num_ranks == 1 && r->ranks[0].backend->host_memory);
+  r->ranks[0].model.route_probe = probe;
+}
+
 void runner_forward(Runner *r, const Batch *batch, float *logits) {
   microbatches_split(&r->micro, batch, r->pp);
   r->logits = logits;

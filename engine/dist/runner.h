@@ -18,6 +18,7 @@
 
 #include "backend/backends.h"
 #include "model/batch.h"
+#include "model/forward.h"
 #include "model/weights.h"
 
 typedef struct {
@@ -50,6 +51,10 @@ size_t runner_kv_bytes_per_token(const Runner *r);
 // of a Batch index these). False with a message when out of memory.
 bool runner_kv_init(Runner *r, int num_blocks, int block_size, char *err, size_t err_size);
 void runner_kv_free(Runner *r);
+
+// Router diagnostics (model/forward.h) for the following forward calls, NULL to stop: only on a
+// single rank whose backend's memory is the host's (the caller checks; anything else aborts).
+void runner_set_route_probe(Runner *r, const RouteProbe *probe);
 
 // Runs the batch through every rank; the logits of batch->logits_indices go into logits
 // [num_logits, vocab] (host memory).

@@ -117,6 +117,13 @@ static void moe_block(Model *m, const Batch *b, int i) {
                .expert_begin = s->expert_begin,
                .expert_end = s->expert_end,
                .residual = m->tp ? m->partial : m->x};
+  const RouteProbe *rp = m->route_probe;
+  MoeProbe probe;
+  if (rp) {
+    probe = (MoeProbe){.margins = rp->margins ? rp->margins + (size_t)i * T : NULL,
+                       .flip_token = rp->flip_layer == i ? rp->flip_token : -1};
+    a.probe = &probe;
+  }
   if (m->tp) be->zero(be, m->partial, (size_t)T * (size_t)c->hidden_size * sizeof(float));
   be->moe(be, &a);
   if (m->tp) add_all_reduced(m, T);

@@ -16,6 +16,14 @@
 #include "model/rope.h"
 #include "model/weights.h"
 
+// Router diagnostics over one forward call (MoeProbe per layer), for offline generation on a
+// single host-memory rank; never set while serving.
+typedef struct {
+  float *margins;             // NULL, or host [stage layers, num_tokens of the call]
+  int flip_layer, flip_token; // the stage's layer and the call's token that take their
+                              // (k+1)-th expert in place of the k-th; -1, -1: none
+} RouteProbe;
+
 typedef struct {
   const GptOssWeights *weights;  // the rank's shard (weights->shard)
   Backend *backend;
@@ -32,6 +40,7 @@ typedef struct {
   float *partial;         // [T, hidden] this rank's share of an attention or MoE output
   float *logits_part;     // [T, vocab / tp] this rank's vocabulary columns
   float *logits_gathered; // [tp, T, vocab / tp] every rank's columns
+  const RouteProbe *route_probe;  // NULL, or diagnostics of the next forward calls
 } Model;
 
 // Sizes the activation buffers for max_num_tokens; tp is the weights' tensor-parallel group

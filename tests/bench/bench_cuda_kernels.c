@@ -187,7 +187,7 @@ static void bench_moe(Backend *gpu, Backend *cpu, const char *model, int num_exp
     const int T = tokens[i];
     float *xh = host_floats((size_t)T * H, 1.0f);
     const int used = distinct_experts(cpu, &L, &c, xh, T);
-    MoeCtx m = {gpu, {&c, &dev.layers[0], NULL, T, 0, E, NULL}};
+    MoeCtx m = {gpu, {&c, &dev.layers[0], NULL, T, 0, E, NULL, NULL}};
     float *x = gpu->alloc(gpu, (size_t)T * H * sizeof(float));
     cuda_to_device(gpu, x, xh, (size_t)T * H * sizeof(float));
     m.a.x = x;
@@ -235,13 +235,14 @@ static void bench_attention(Backend *gpu, const char *label, int num_seqs, int c
                             int window) {
   const int heads = 64, kv_heads = 8, hd = 64, bs = 16, kv_dim = kv_heads * hd;
   const int blocks_per_seq = (ctx_len + bs - 1) / bs, T = num_seqs * fresh;
-  KvCache kv = {1,
-                num_seqs * blocks_per_seq,
-                bs,
-                kv_heads,
-                hd,
-                xcalloc(1, sizeof(float *)),
-                xcalloc(1, sizeof(float *))};
+  KvCache kv = {.backend = gpu,
+                .num_layers = 1,
+                .num_blocks = num_seqs * blocks_per_seq,
+                .block_size = bs,
+                .num_kv_heads = kv_heads,
+                .head_dim = hd,
+                .k = xcalloc(1, sizeof(float *)),
+                .v = xcalloc(1, sizeof(float *))};
   const size_t cache_bytes = (size_t)kv.num_blocks * bs * kv_dim * sizeof(float);
   kv.k[0] = gpu->alloc(gpu, cache_bytes);
   kv.v[0] = gpu->alloc(gpu, cache_bytes);

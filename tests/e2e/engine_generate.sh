@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # engine_generate.sh: drives the real `gptoss-engine generate`: greedy ids and --logits-out on
 # both golden checkpoints against the float64 reference, a dummy-weight preset with a chat
-# prompt, `export-checkpoint` (the dummy weights written as a checkpoint folder load back to the
-# same logits, bit for bit), and errors that name the flag or file. Usage: engine_generate.sh BUILD_DIR (TAP).
+# prompt, the router diagnostics (--route-margins-out, --flip-route), `export-checkpoint` (the
+# dummy weights written as a checkpoint folder load back to the same logits, bit for bit), and
+# errors that name the flag or file. Usage: engine_generate.sh BUILD_DIR (TAP).
 set -u
 bin="${1:?usage: engine_generate.sh BUILD_DIR}/bin/gptoss-engine"
 fixtures=tests/fixtures/gptoss-tiny
@@ -83,6 +84,48 @@ tap_ok "unknown model: error lists the presets" \
 tap_ok "unknown --weight-format: error names the flag" \
   fails_with "--weight-format 'f16'" --model "$fixtures/a" --weight-format f16 --prompt-ids 1 --max-tokens 1
 tap_ok "--max-tokens 0 is refused" fails_with "--max-tokens" --model "$fixtures/a" --prompt-ids 1 --max-tokens 0
+# Router diagnostics on checkpoint a (4 layers, 2 of 8 experts): --route-margins-out is
+# [layers, prompt] and never negative; --flip-route L:P at the closest choice leaves the logits
+# of the positions before P as they were (causal attention; within 1e-4: the experts' row
+# groups change size, and with them the kernels' blocking) and moves those from P on.
+route_probe() {
+  local ids=7,99,512,3,870,41,1000,256,64,5 args
+  args=(--model "$fixtures/a" --prompt-ids "$ids" --max-tokens 1 --ignore-eos --device cpu)
+  "$bin" generate "${args[@]}" --logits-out "$tmp/plain.npy" --route-margins-out "$tmp/m.npy" \
+    > /dev/null || return 1
+  local at
+  at=$(node -e '
+    const b = require("fs").readFileSync(process.argv[1]), h = b.readUInt16LE(8);
+    const header = b.toString("latin1", 10, 10 + h);
+    const m = new Float32Array(b.buffer.slice(b.byteOffset + 10 + h, b.byteOffset + b.length));
+    if (!header.includes("(4, 10)") || m.some(v => !(v >= 0))) process.exit(1);
+    let best = 0;
+    m.forEach((v, i) => { if (v < m[best]) best = i; });
+    const layer = Math.floor(best / 10), position = best % 10;
+    console.log(position > 0 ? `${layer}:${position}` : `${layer}:1`);' "$tmp/m.npy") || return 1
+  "$bin" generate "${args[@]}" --flip-route "$at" --logits-out "$tmp/flipped.npy" > /dev/null ||
+    return 1
+  node -e '
+    const fs = require("fs");
+    const npy = f => { const b = fs.readFileSync(f); const h = b.readUInt16LE(8);
+                       return new Float32Array(b.buffer.slice(b.byteOffset + 10 + h, b.byteOffset + b.length)); };
+    const plain = npy(process.argv[1]), flipped = npy(process.argv[2]);
+    const p = Number(process.argv[3].split(":")[1]), vocab = plain.length / 10;
+    const moved = (from, to) => plain.slice(from * vocab, to * vocab)
+      .reduce((worst, v, i) => Math.max(worst, Math.abs(v - flipped[from * vocab + i])), 0);
+    process.exit(moved(0, p) <= 1e-4 && moved(p, p + 1) > 1e-2 ? 0 : 1);' "$tmp/plain.npy" "$tmp/flipped.npy" "$at"
+}
+tap_ok "--route-margins-out and --flip-route: margins [layers, prompt]; a flip changes logits from its position on" route_probe
+tap_ok "--flip-route outside the model is refused" \
+  fails_with "--flip-route 4:0 is outside the model (4 layers)" --model "$fixtures/a" \
+  --prompt-ids 1,2 --max-tokens 1 --flip-route 4:0
+tap_ok "--flip-route that is not LAYER:POSITION is refused" \
+  fails_with "--flip-route '1-2' is not LAYER:POSITION" --model "$fixtures/a" --prompt-ids 1 \
+  --max-tokens 1 --flip-route 1-2
+tap_ok "router diagnostics with -tp 2 are refused: one rank on the CPU" \
+  fails_with "need one rank on the CPU" --model "$fixtures/a" --prompt-ids 1 --max-tokens 1 \
+  --route-margins-out "$tmp/x.npy" -tp 2
+
 # export-checkpoint: gpt-oss-tiny's dummy weights as a folder; both load to the same logits.
 exported() {
   "$bin" export-checkpoint --model gpt-oss-tiny --out "$tmp/tiny" > /dev/null || return 1

@@ -1000,45 +1000,88 @@ static void test_moe_clamp_hand(void **state) {
   }
 }
 
-// Router: top-k on the logits (ties to the lower index), softmax over the k only. Experts are
-// told apart by their mlp2 bias: expert e adds (e + 1) to dimension e.
+// Five experts on hidden 5 whose outputs are told apart: every weight is zero, so the router's
+// logits are its biases, and expert e adds (e + 1) to dimension e through its mlp2 bias.
+enum { MARKED_E = 5, MARKED_H = 5 };
+typedef struct {
+  float zeros[MARKED_E * MARKED_H], mlp2_bias[MARKED_E * MARKED_H];
+  WeightMatrix m1[MARKED_E], m2[MARKED_E];
+  GptOssConfig c;
+} MarkedExperts;
+
+static void marked_experts_init(MarkedExperts *m) {
+  *m = (MarkedExperts){.c = {.num_experts = MARKED_E,
+                             .experts_per_token = 2,
+                             .hidden_size = MARKED_H,
+                             .intermediate_size = 1,
+                             .swiglu_limit = 7.0f}};
+  for (int e = 0; e < MARKED_E; e++) {
+    m->mlp2_bias[e * MARKED_H + e] = (float)(e + 1);
+    m->m1[e] = (WeightMatrix){WEIGHT_F32, 2, MARKED_H, m->zeros, NULL};
+    m->m2[e] = (WeightMatrix){WEIGHT_F32, MARKED_H, 1, m->zeros, NULL};
+  }
+}
+
+// The MoE op over num_tokens random rows (MARKED_T at most) with the router biases
+// biases[MARKED_E]: res [num_tokens, MARKED_H] gets the marked experts' sum.
+enum { MARKED_T = 4 };
+static void marked_moe(Backend *be, MarkedExperts *m, const float *biases, int num_tokens,
+                       const MoeProbe *probe, float *res) {
+  assert_true(num_tokens <= MARKED_T);
+  LayerWeights layer = {.gate = {WEIGHT_F32, MARKED_E, MARKED_H, m->zeros, NULL},
+                        .gate_bias = biases,
+                        .mlp1 = m->m1,
+                        .mlp1_bias = m->zeros,
+                        .mlp2 = m->m2,
+                        .mlp2_bias = m->mlp2_bias};
+  float x[MARKED_T * MARKED_H];
+  Rng r = {830};
+  fill(&r, x, num_tokens * MARKED_H, 1.0f);
+  MoeArgs args = {.config = &m->c,
+                  .layer = &layer,
+                  .x = x,
+                  .num_tokens = num_tokens,
+                  .expert_end = MARKED_E,
+                  .residual = res,
+                  .probe = probe};
+  be->moe(be, &args);
+}
+
+// Router: top-k on the logits (ties to the lower index), softmax over the k only.
 static void test_moe_topk_ties_and_softmax(void **state) {
   Backend *be = *state;
-  enum { E = 5, H = 5 };
-  float zeros[E * H] = {0}, mlp2_bias[E * H] = {0};
-  for (int e = 0; e < E; e++) mlp2_bias[e * H + e] = (float)(e + 1);
-  WeightMatrix m1[E], m2[E];
-  for (int e = 0; e < E; e++) {
-    m1[e] = (WeightMatrix){WEIGHT_F32, 2, H, zeros, NULL};
-    m2[e] = (WeightMatrix){WEIGHT_F32, H, 1, zeros, NULL};
-  }
-  GptOssConfig c = {.num_experts = E,
-                    .experts_per_token = 2,
-                    .hidden_size = H,
-                    .intermediate_size = 1,
-                    .swiglu_limit = 7.0f};
+  enum { E = MARKED_E, H = MARKED_H };
+  MarkedExperts m;
+  marked_experts_init(&m);
   const float biases[2][E] = {{1, 3, 3, 2, 3}, {2, 0, 1, -1, 0}};
   const double e1 = exp(1.0);
   const double want[2][H] = {{0, 0.5 * 2, 0.5 * 3, 0, 0},  // ties: experts 1 and 2, not 4
                              {1 * e1 / (e1 + 1), 0, 3 / (e1 + 1), 0, 0}};
   for (int i = 0; i < 2; i++) {
-    LayerWeights layer = {.gate = {WEIGHT_F32, E, H, zeros, NULL},
-                          .gate_bias = biases[i],
-                          .mlp1 = m1,
-                          .mlp1_bias = zeros,
-                          .mlp2 = m2,
-                          .mlp2_bias = mlp2_bias};
-    float x[3 * H], res[3 * H] = {0};
-    Rng r = {830};
-    fill(&r, x, 3 * H, 1.0f);
-    MoeArgs args = {.config = &c,
-                    .layer = &layer,
-                    .x = x,
-                    .num_tokens = 3,
-                    .expert_end = c.num_experts,
-                    .residual = res};
-    be->moe(be, &args);
+    float res[3 * H] = {0};
+    marked_moe(be, &m, biases[i], 3, NULL, res);
     for (int t = 0; t < 3; t++) expect_close(res + t * H, want[i], H, 1e-6, 1e-6, "moe top-k");
+  }
+}
+
+// The router probe: every token's margin between its k-th and (k+1)-th logit, and one token
+// flipped to its (k+1)-th expert while the others keep theirs. Biases 2, 0, 1, -1, 0.25 with
+// k = 2: experts 0 and 2, margin 1 - 0.25; flipped, experts 0 and 4 (softmax of 2 and 0.25).
+static void test_moe_probe_margins_and_flip(void **state) {
+  Backend *be = *state;
+  enum { H = MARKED_H, T = 3 };
+  MarkedExperts m;
+  marked_experts_init(&m);
+  const float biases[MARKED_E] = {2, 0, 1, -1, 0.25f};
+  float res[T * H] = {0}, margins[T];
+  MoeProbe probe = {.margins = margins, .flip_token = 1};
+  marked_moe(be, &m, biases, T, &probe, res);
+  const double e1 = exp(1.0), e175 = exp(1.75);
+  const double kept[H] = {1 * e1 / (e1 + 1), 0, 3 / (e1 + 1), 0, 0};
+  const double flipped[H] = {1 * e175 / (e175 + 1), 0, 0, 0, 5 / (e175 + 1)};
+  for (int t = 0; t < T; t++) {
+    assert_float_equal(margins[t], 0.75, 1e-6);
+    expect_close(res + t * H, t == 1 ? flipped : kept, H, 1e-6, 1e-6, "moe probe");
   }
 }
 
@@ -1116,6 +1159,7 @@ int main(void) {
       cmocka_unit_test(test_moe_clamp_random),
       cmocka_unit_test(test_moe_clamp_hand),
       cmocka_unit_test(test_moe_topk_ties_and_softmax),
+      cmocka_unit_test(test_moe_probe_margins_and_flip),
       cmocka_unit_test(test_moe_grouping),
   };
   const int portable_failed =

@@ -749,13 +749,13 @@ static void check_moe(Twins *t, const Moe *m, const char *name, int num_tokens, 
   float *want = xmalloc(n * sizeof(float));
   memcpy(want, res0, n * sizeof(float));
   const LayerWeights hl = moe_range(&m->layer, &m->c, begin);
-  MoeArgs a = {&m->c, &hl, x, num_tokens, begin, end, want};
+  MoeArgs a = {&m->c, &hl, x, num_tokens, begin, end, want, NULL};
   t->cpu->moe(t->cpu, &a);
 
   const LayerWeights dl = moe_range(&m->dev.layers[0], &m->c, begin);
   float *dx = dev_copy(t->gpu, x, n * sizeof(float)),
         *dres = dev_copy(t->gpu, res0, n * sizeof(float));
-  MoeArgs da = {&m->c, &dl, dx, num_tokens, begin, end, dres};
+  MoeArgs da = {&m->c, &dl, dx, num_tokens, begin, end, dres, NULL};
   t->gpu->moe(t->gpu, &da);
   float *got = host_copy(t->gpu, dres, n * sizeof(float));
   double max_want = 0;

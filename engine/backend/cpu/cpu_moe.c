@@ -1,5 +1,6 @@
 // cpu_moe.c: the MoE block after its RMSNorm (spec gptoss-model.md sections 2.2, 2.3): router
-// linear with bias, top-k on the logits (ties to the lower expert index), softmax over the k,
+// linear with bias, top-k on the logits (ties to the lower expert index; a MoeProbe reads the
+// margins to the (k+1)-th and can flip one token's k-th pick), softmax over the k,
 // then expert by expert: gather the tokens that picked it, mlp1 + bias, clamped SwiGLU on the
 // interleaved gate/linear pairs, mlp2 + bias, and the routing-weighted rows added to the
 // residual; only the experts in [expert_begin, expert_end) run (expert parallelism). Matrix
@@ -23,28 +24,40 @@ static void *cpu_moe_take(char **cursor, size_t n) {
 typedef struct {
   const float *logits;  // [num_tokens, num_experts]
   int num_experts, k;
+  const MoeProbe *probe;  // NULL, or diagnostics
   int32_t *experts;  // [num_tokens, k]
   float *weights;    // [num_tokens, k]
 } CpuRouteCtx;
 
+// The index of the largest logit not among taken[0 .. num_taken) (ties: the lower index).
+static int cpu_moe_next_best(const float *logits, int num_experts, const int32_t *taken,
+                             int num_taken) {
+  int best = -1;
+  for (int e = 0; e < num_experts; e++) {
+    bool is_taken = false;
+    for (int q = 0; q < num_taken; q++) is_taken |= taken[q] == e;
+    if (!is_taken && (best < 0 || logits[e] > logits[best])) best = e;
+  }
+  return best;
+}
+
 // Per token: the k largest logits in descending order (ties: lower index first) and their
-// softmax.
+// softmax. A probe also gets each token's margin to the (k+1)-th logit, and its flipped token
+// takes the (k+1)-th expert in place of the k-th.
 static void cpu_moe_route_task(void *ctx, int64_t begin, int64_t end, int tid) {
   (void)tid;
   const CpuRouteCtx *c = ctx;
   const int k = c->k, num_experts = c->num_experts;
+  const MoeProbe *probe = c->probe;
   for (int64_t t = begin; t < end; t++) {
     const float *l = c->logits + t * num_experts;  // [num_experts]
     int32_t *ex = c->experts + t * k;              // [k]
     float *w = c->weights + t * k;                 // [k]
-    for (int r = 0; r < k; r++) {
-      int best = -1;
-      for (int e = 0; e < num_experts; e++) {
-        bool taken = false;
-        for (int q = 0; q < r; q++) taken |= ex[q] == e;
-        if (!taken && (best < 0 || l[e] > l[best])) best = e;
-      }
-      ex[r] = best;
+    for (int r = 0; r < k; r++) ex[r] = cpu_moe_next_best(l, num_experts, ex, r);
+    if (probe) {  // with k = num_experts there is no (k+1)-th: an infinite margin
+      const int next = k < num_experts ? cpu_moe_next_best(l, num_experts, ex, k) : -1;
+      if (probe->margins) probe->margins[t] = next < 0 ? INFINITY : l[ex[k - 1]] - l[next];
+      if (probe->flip_token == t && next >= 0) ex[k - 1] = next;
     }
     float sum = 0.0f;
     for (int r = 0; r < k; r++) {
@@ -143,7 +156,7 @@ void cpu_moe(Backend *be, const MoeArgs *a) {
   float *y = cpu_moe_take(&cursor, T * hidden * sizeof(float));     // [<= T, hidden]
 
   cpu_linear(be, &L->gate, L->gate_bias, a->x, num_tokens, logits, false);
-  CpuRouteCtx route = {logits, num_experts, k, experts, weights};
+  CpuRouteCtx route = {logits, num_experts, k, a->probe, experts, weights};
   cpu_parallel(be, num_tokens,
                cpu_grain(be, num_tokens, (int64_t)num_experts * k, CPU_MOE_PARALLEL_MIN),
                cpu_moe_route_task, &route);

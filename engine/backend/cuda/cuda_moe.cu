@@ -138,6 +138,7 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
   const int k = c->experts_per_token, inter = c->intermediate_size;
   CHECK(k > 0 && k <= E && E <= CUDA_MOE_MAX_EXPERTS && L->mlp1_bias && L->mlp2_bias);
   CHECK(0 <= a->expert_begin && a->expert_begin < a->expert_end && a->expert_end <= E);
+  CHECK(a->probe == NULL);  // router diagnostics are the CPU's (generate refuses them here)
   if (T == 0) return;
   const int num_local = a->expert_end - a->expert_begin;
   const WeightFormat fmt = cuda_moe_format(a);
