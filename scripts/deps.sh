@@ -18,6 +18,8 @@ packages=(
   libopenblas-dev        # CPU matrix products
   libcmocka-dev          # unit tests
   gnuplot-nox            # plots
+  slurm-wlm              # tests/e2e/sweep_slurm.sh: a real one-node Slurm cluster (sweep --slurm)
+  munge                  #   and its authentication daemon
 )
 if [ "${1:-}" = fuzz ]; then
   packages+=(

@@ -1,6 +1,8 @@
 // sweep_cmd.c: `gptoss-bench sweep FILE [--name N] [--results-dir DIR] [--only ID[,ID...]]
-// [--rounds N] [--dry-run]`: reads and checks the sweep file, runs it (sweep_run.c), then writes the run's
-// summary (summary.c). Dies with a clear message on bad input; exits 130 after Ctrl-C.
+// [--rounds N] [--dry-run] [--slurm ...] [--into RUN]`: reads and checks the sweep file, runs it
+// here (sweep_run.c) or as Slurm jobs (sweep_slurm.c), then writes the run's summary
+// (summary.c); --into (a Slurm job's own run) writes no summary. Dies with a clear message on
+// bad input; exits 130 after Ctrl-C.
 #include "sweep/sweep_cmd.h"
 
 #include <stdio.h>
@@ -13,14 +15,28 @@
 #include "sweep/summary.h"
 #include "sweep/sweep_file.h"
 #include "sweep/sweep_run.h"
+#include "sweep/sweep_slurm.h"
 
 static const char USAGE[] =
     "usage: gptoss-bench sweep FILE.ini [--name NAME] [--results-dir DIR (results)]\n"
     "                          [--only ENGINE[,ENGINE...]] [--rounds N] [--dry-run]\n"
+    "                          [--slurm [--partition P] [--account A] [--time T] [--max-jobs N]]\n"
     "  Starts each engine of FILE in turn, runs its workloads with the load generator and\n"
     "  writes DIR/NAME-<UTC time>/ (manifest.json, <engine>/engine.log, <engine>/<workload>.json,\n"
     "  summary.md). --rounds N overrides [sweep] rounds (e.g. more rounds to record a gate\n"
-    "  baseline). --dry-run checks FILE and prints the plan. Ctrl-C stops, exit status 130.\n";
+    "  baseline). --dry-run checks FILE and prints the plan. Ctrl-C stops, exit status 130.\n"
+    "  --slurm: each engine is one Slurm job instead (one node, --gres=gpu:N from its gpus,\n"
+    "  [slurm] and slurm.OPTION keys as sbatch options), all at once or --max-jobs at a time;\n"
+    "  DIR must be on a filesystem every node shares. Ctrl-C cancels every job.\n"
+    "  (--into RUN --only ENGINE is what each job runs: that engine, into the run folder RUN.)\n";
+
+static long parse_count(const char *flag, const char *value, long lo, long hi) {
+  char *end;
+  long n = strtol(value, &end, 10);
+  if (*end || end == value || n < lo || n > hi)
+    die("sweep: %s '%s' must be a whole number from %ld to %ld", flag, value, lo, hi);
+  return n;
+}
 
 static void select_engines(const SweepFile *f, const char *only, bool *selected) {
   for (size_t i = 0; i < f->num_engines; i++) selected[i] = only == NULL;
@@ -61,7 +77,9 @@ static void print_plan(const SweepFile *f, const bool *selected, const char *eng
 
 int sweep_cmd_main(int argc, char **argv) {
   const char *path = NULL, *name = NULL, *results_dir = "results", *only = NULL, *rounds = NULL;
-  bool dry_run = false;
+  const char *into = NULL, *max_jobs = NULL;
+  SweepSlurmOptions slurm = {.max_jobs = -1};
+  bool dry_run = false, use_slurm = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool has_value = i + 1 < argc;
@@ -73,21 +91,25 @@ int sweep_cmd_main(int argc, char **argv) {
     else if (strcmp(a, "--results-dir") == 0 && has_value) results_dir = argv[++i];
     else if (strcmp(a, "--only") == 0 && has_value) only = argv[++i];
     else if (strcmp(a, "--rounds") == 0 && has_value) rounds = argv[++i];
+    else if (strcmp(a, "--slurm") == 0) use_slurm = true;
+    else if (strcmp(a, "--partition") == 0 && has_value) slurm.partition = argv[++i];
+    else if (strcmp(a, "--account") == 0 && has_value) slurm.account = argv[++i];
+    else if (strcmp(a, "--time") == 0 && has_value) slurm.time = argv[++i];
+    else if (strcmp(a, "--max-jobs") == 0 && has_value) max_jobs = argv[++i];
+    else if (strcmp(a, "--into") == 0 && has_value) into = argv[++i];
     else if (a[0] != '-' && !path) path = a;
     else die("sweep: unexpected argument '%s'\n%s", a, USAGE);
   }
   if (!path) die("sweep: no sweep file given\n%s", USAGE);
+  if (!use_slurm && (slurm.partition || slurm.account || slurm.time || max_jobs))
+    die("sweep: --partition, --account, --time and --max-jobs go with --slurm");
+  if (use_slurm && into) die("sweep: --into is a Slurm job's own flag; give --slurm or --into");
+  if (max_jobs) slurm.max_jobs = (int)parse_count("--max-jobs", max_jobs, 0, 100000);
 
   char err[1024], exe_dir[1024], run_dir[1200];
   SweepFile f;
   if (!sweep_file_load(&f, path, err, sizeof err)) die("sweep: %s", err);
-  if (rounds) {
-    char *end;
-    long n = strtol(rounds, &end, 10);
-    if (*end || end == rounds || n < 1 || n > 1000)
-      die("sweep: --rounds '%s' must be a whole number from 1 to 1000", rounds);
-    f.rounds = (int)n;
-  }
+  if (rounds) f.rounds = (int)parse_count("--rounds", rounds, 1, 1000);
   if (!file_exe_dir(exe_dir, sizeof exe_dir)) die("sweep: cannot find this program's folder");
   char engine_bin[1100];
   snprintf(engine_bin, sizeof engine_bin, "%s/gptoss-engine", exe_dir);
@@ -99,10 +121,27 @@ int sweep_cmd_main(int argc, char **argv) {
     sweep_file_free(&f);
     return 0;
   }
-  SweepRunOptions o = {.results_dir = results_dir, .name = name, .selected = selected,
-                       .engine_bin = engine_bin};
-  SweepOutcome outcome = sweep_run(&f, &o, run_dir, sizeof run_dir, err, sizeof err);
+  SweepOutcome outcome;
+  if (use_slurm) {
+    char bench_bin[1100];
+    snprintf(bench_bin, sizeof bench_bin, "%s/gptoss-bench", exe_dir);
+    slurm.results_dir = results_dir;
+    slurm.name = name;
+    slurm.selected = selected;
+    slurm.bench_bin = bench_bin;
+    slurm.engine_bin = engine_bin;
+    outcome = sweep_slurm_run(&f, &slurm, run_dir, sizeof run_dir, err, sizeof err);
+  } else {
+    SweepRunOptions o = {.results_dir = results_dir, .name = name, .selected = selected,
+                         .engine_bin = engine_bin, .into = into};
+    outcome = sweep_run(&f, &o, run_dir, sizeof run_dir, err, sizeof err);
+  }
   if (outcome == SWEEP_ERROR) die("sweep: %s", err);
+  if (into) {  // the Slurm driver writes the summary once every job is done
+    free(selected);
+    sweep_file_free(&f);
+    return outcome == SWEEP_INTERRUPTED ? 130 : 0;
+  }
   if (!summary_write(run_dir, NULL, err, sizeof err))
     fprintf(stderr, "sweep: warning: no summary: %s\n", err);
   else fprintf(stderr, "sweep: summary in %s/summary.md\n", run_dir);

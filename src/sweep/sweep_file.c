@@ -179,13 +179,14 @@ static bool declare_sections(const Ctx *c, SweepFile *f, const Reader *r) {
     const Entry *e = &r->entries[i];
     const char *dot = strchr(e->section, '.'), *id = dot ? dot + 1 : "";
     size_t kind_len = dot ? (size_t)(dot - e->section) : strlen(e->section);
-    if (strcmp(e->section, "sweep") == 0) continue;
+    if (strcmp(e->section, "sweep") == 0 || strcmp(e->section, "slurm") == 0) continue;
     bool is_engine = kind_len == 6 && strncmp(e->section, "engine", 6) == 0;
     bool is_workload = kind_len == 8 && strncmp(e->section, "workload", 8) == 0;
     bool is_compare = kind_len == 7 && strncmp(e->section, "compare", 7) == 0;
     if (!is_engine && !is_workload && !is_compare)
       return fail(c, e->line, e->section, e->key,
-                  "unknown section: use [sweep], [engine.ID], [workload.ID] or [compare.ID]");
+                  "unknown section: use [sweep], [engine.ID], [workload.ID], [compare.ID] or "
+                  "[slurm]");
     if (!valid_id(id))
       return fail(c, e->line, e->section, e->key,
                   "the id '%s' must be made of a-z, 0-9, '-', '_' and '.'", id);
@@ -233,6 +234,44 @@ static bool read_sweep_key(const Ctx *c, SweepFile *f, const Entry *e) {
               "stop_grace");
 }
 
+// An sbatch option named key (without "slurm." in an engine section) into options.
+static bool read_slurm_option(const Ctx *c, const Entry *e, const char *key,
+                              SweepSlurmOption **options, size_t *num_options) {
+  static const char *const owned[] = {"output", "error",  "chdir", "job-name", "parsable",
+                                      "wrap",   "array",  "nodes", "wait",     "no-requeue"};
+  char name[64];
+  size_t len = strlen(key);
+  bool ok = len > 0 && len < sizeof name;
+  for (size_t i = 0; ok && i <= len; i++) {
+    name[i] = key[i] == '_' ? '-' : key[i];
+    ok = !key[i] || islower((unsigned char)key[i]) || isdigit((unsigned char)key[i]) ||
+         strchr("-_", key[i]);
+  }
+  if (!ok)
+    return fail(c, e->line, e->section, e->key,
+                "'%s' is not an sbatch option name (a-z, 0-9 and '-', as in cpus-per-task)", key);
+  for (size_t i = 0; i < sizeof owned / sizeof *owned; i++)
+    if (strcmp(name, owned[i]) == 0)
+      return fail(c, e->line, e->section, e->key,
+                  "the sweep sets sbatch's --%s itself (one node per engine, its output in the "
+                  "engine's folder); remove the key", name);
+  *options = xrealloc(*options, (*num_options + 1) * sizeof **options);
+  (*options)[(*num_options)++] = (SweepSlurmOption){xstrdup(name), xstrdup(e->value)};
+  return true;
+}
+
+static bool read_slurm_key(const Ctx *c, SweepSlurm *s, const Entry *e) {
+  if (strcmp(e->key, "max_jobs") == 0) return parse_int(c, e, 0, 100000, &s->max_jobs);
+  if (strcmp(e->key, "poll_interval") == 0)
+    return parse_int(c, e, 1, 3600, &s->poll_interval_sec);
+  if (strcmp(e->key, "gres") == 0) {
+    free(s->gres);
+    s->gres = xstrdup(e->value);
+    return true;
+  }
+  return read_slurm_option(c, e, e->key, &s->options, &s->num_options);
+}
+
 static bool read_engine_key(const Ctx *c, SweepFile *f, SweepEngine *en, const Entry *e,
                             bool *has_command, bool *has_args) {
   if (strcmp(e->key, "label") == 0) {
@@ -256,6 +295,8 @@ static bool read_engine_key(const Ctx *c, SweepFile *f, SweepEngine *en, const E
                   "the command must pass the server's port as {port} (e.g. --port {port})");
     return true;
   }
+  if (strncmp(e->key, "slurm.", 6) == 0)
+    return read_slurm_option(c, e, e->key + 6, &en->slurm, &en->num_slurm);
   if (strncmp(e->key, "env.", 4) == 0) {
     const char *name = e->key + 4;
     bool ok = *name && !isdigit((unsigned char)*name);
@@ -283,8 +324,8 @@ static bool read_engine_key(const Ctx *c, SweepFile *f, SweepEngine *en, const E
     return ok;
   }
   return fail(c, e->line, e->section, e->key,
-              "unknown key: use label, gpus, ready_timeout, model, args, command, env.NAME or "
-              "workloads");
+              "unknown key: use label, gpus, ready_timeout, model, args, command, env.NAME, "
+              "slurm.OPTION or workloads");
 }
 
 // Workload keys become bench flags: KEY = true -> --KEY, false -> nothing, goodput/metadata ->
@@ -403,6 +444,7 @@ static bool read_entries(const Ctx *c, SweepFile *f, const Reader *r) {
         return fail(c, e->line, e->section, e->key, "given twice (first on line %d)", twin->line);
       bool ok;
       if (strcmp(e->section, "sweep") == 0) ok = read_sweep_key(c, f, e);
+      else if (strcmp(e->section, "slurm") == 0) ok = read_slurm_key(c, &f->slurm, e);
       else if (is_workload) ok = read_workload_key(c, find_workload(f, id), e);
       else if (strncmp(e->section, "engine.", 7) == 0) {
         SweepEngine *en = find_engine(f, id);
@@ -449,7 +491,8 @@ static void default_name(SweepFile *f) {
 
 bool sweep_file_parse(SweepFile *f, const char *path, const char *text, char *err, size_t err_size) {
   *f = (SweepFile){.path = xstrdup(path), .repeat = 1, .rounds = 1, .stop_grace_sec = 10,
-                   .baseline = -1, .optimized = -1};
+                   .baseline = -1, .optimized = -1,
+                   .slurm = {.poll_interval_sec = 5, .gres = xstrdup("gpu")}};
   buf_append_str(&f->text, text);
   Ctx c = {path, err, err_size};
   Reader r = {.text = text};
@@ -492,6 +535,14 @@ bool sweep_file_load(SweepFile *f, const char *path, char *err, size_t err_size)
   return ok;
 }
 
+static void slurm_options_free(SweepSlurmOption *options, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free(options[i].key);
+    free(options[i].value);
+  }
+  free(options);
+}
+
 void sweep_file_free(SweepFile *f) {
   for (size_t i = 0; i < f->num_engines; i++) {
     SweepEngine *e = &f->engines[i];
@@ -501,6 +552,7 @@ void sweep_file_free(SweepFile *f) {
     sweep_argv_free_n(e->words, e->num_words);
     sweep_argv_free_n(e->env, e->num_env);
     free(e->runs);
+    slurm_options_free(e->slurm, e->num_slurm);
   }
   for (size_t i = 0; i < f->num_workloads; i++) {
     SweepWorkload *w = &f->workloads[i];
@@ -516,6 +568,8 @@ void sweep_file_free(SweepFile *f) {
   free(f->engines);
   free(f->workloads);
   free(f->comparisons);
+  slurm_options_free(f->slurm.options, f->slurm.num_options);
+  free(f->slurm.gres);
   free(f->name);
   free(f->path);
   buf_free(&f->text);

@@ -12,6 +12,9 @@
 //   [workload.ID]    label; every other key is a `gptoss-bench bench` flag without "--"
 //                    (KEY = true for a switch); host, port, base-url and result flags are the sweep's
 //   [compare.ID]     label, base, candidate (engine ids), per_gpu (false)
+//   [slurm]          for `sweep --slurm`: max_jobs (0: no limit), poll_interval (5 s), gres
+//                    (gpu: --gres=gpu:N for an engine of N gpus; none; or a literal GRES), and
+//                    any other key an sbatch option; [engine.ID] slurm.KEY = VALUE likewise
 #ifndef GB_SWEEP_SWEEP_FILE_H
 #define GB_SWEEP_SWEEP_FILE_H
 
@@ -19,6 +22,13 @@
 #include <stddef.h>
 
 #include "common/buf.h"
+
+// One sbatch option: [slurm] KEY = VALUE or [engine.ID] slurm.KEY = VALUE, passed as
+// --KEY=VALUE (true: --KEY; false: not passed, also where [slurm] gave it). KEY is as sbatch
+// spells it ('_' read as '-').
+typedef struct {
+  char *key, *value;
+} SweepSlurmOption;
 
 typedef struct {
   char *id;                  // from [engine.ID]
@@ -32,6 +42,8 @@ typedef struct {
   char **env;                // [num_env] "NAME=value"
   size_t num_env;
   bool *runs;                // [num_workloads of the file] which workloads this engine runs
+  SweepSlurmOption *slurm;   // [num_slurm] its sbatch options, over [slurm]'s
+  size_t num_slurm;
 } SweepEngine;
 
 typedef struct {
@@ -52,6 +64,14 @@ typedef struct {
 } SweepComparison;
 
 typedef struct {
+  SweepSlurmOption *options;  // [num_options] sbatch options for every engine's job
+  size_t num_options;
+  int max_jobs;               // jobs queued or running at once; 0: no limit
+  int poll_interval_sec;      // between two squeue calls
+  char *gres;                 // "gpu" (--gres=gpu:N from the engine's gpus), "none", or a GRES
+} SweepSlurm;
+
+typedef struct {
   char *path;
   Buf text;                  // the file as read (for the run's manifest)
   char *name;                // default: the file's base name without ".ini"
@@ -67,6 +87,7 @@ typedef struct {
   size_t num_workloads;
   SweepComparison *comparisons;
   size_t num_comparisons;
+  SweepSlurm slurm;          // used by `sweep --slurm` only
 } SweepFile;
 
 // Reads and validates path. False with "FILE:LINE: [SECTION] KEY: what is wrong" in err.

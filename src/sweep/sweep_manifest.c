@@ -107,12 +107,19 @@ static json_t *engines_json(const SweepManifest *m) {
   for (size_t i = 0; i < m->f->num_engines; i++) {
     const SweepEngine *e = &m->f->engines[i];
     const SweepEngineState *st = &m->engines[i];
-    json_array_append_new(
-        engines,
+    json_t *engine =
         json_pack("{s:s, s:s, s:i, s:s, s:s, s:o, s:s, s:o}", "id", e->id, "label", e->label,
                   "gpus", e->gpus, "kind", e->model ? "builtin" : "command", "command",
                   st->command, "pid", st->pid ? json_integer(st->pid) : json_null(), "status",
-                  st->status, "error", st->error ? json_string(st->error) : json_null()));
+                  st->status, "error", st->error ? json_string(st->error) : json_null());
+    const SweepSlurmJob *job = st->slurm;
+    if (job)
+      json_object_set_new(engine, "slurm",
+                          json_pack("{s:o, s:s?, s:s?, s:s?, s:O?}", "job_id",
+                                    job->job_id ? json_integer(job->job_id) : json_null(),
+                                    "state", job->state, "reason", job->reason, "node",
+                                    job->node, "host", job->host));
+    json_array_append_new(engines, engine);
   }
   return engines;
 }
@@ -161,7 +168,8 @@ bool sweep_manifest_write(const SweepManifest *m, char *err, size_t err_size) {
   char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   json_decref(j);
   char path[1200];
-  snprintf(path, sizeof path, "%s/manifest.json", m->run_dir);
+  if (m->path) snprintf(path, sizeof path, "%s", m->path);
+  else snprintf(path, sizeof path, "%s/manifest.json", m->run_dir);
   bool ok = file_write_atomic(path, text, strlen(text), err, err_size);
   free(text);
   return ok;

@@ -10,17 +10,29 @@
 
 #include "sweep/sweep_file.h"
 
+// An engine's job in a `sweep --slurm` run, as squeue (or sacct) last reported it.
 typedef struct {
-  const char *status;  // skipped | running | ok | failed | interrupted
+  long job_id;   // 0 while not submitted
+  char *state;   // JobState: PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ...
+  char *reason;  // its Reason ("None" when none)
+  char *node;    // where it runs or ran; NULL before that is known
+  json_t *host;  // the node as the job's own sweep saw it (host, cpu, cpu_detail, gpu); NULL
+                 // until the job wrote its manifest
+} SweepSlurmJob;
+
+typedef struct {
+  const char *status;  // skipped | pending (Slurm) | running | ok | failed | interrupted
   char *error;         // the failure, with the engine's last error line; NULL when none
   char *command;       // its argv joined with blanks (for display; it never goes to a shell)
   long pid;            // also its process group; 0 while never started
+  SweepSlurmJob *slurm;  // NULL in a local sweep
 } SweepEngineState;
 
 typedef struct {
   const SweepFile *f;
   const char *name;     // the run's name
   const char *run_dir;
+  const char *path;     // where the manifest goes; NULL: run_dir/manifest.json
   char started[32];     // UTC, ISO 8601
   json_t *host_info;    // sweep_host_info()
   const SweepEngineState *engines;  // [f->num_engines]
@@ -30,7 +42,7 @@ typedef struct {
 // git commit, host, CPU, GPU and driver (nvidia-smi, else null), versions: a new object.
 json_t *sweep_host_info(void);
 
-// Writes run_dir/manifest.json atomically. False with err when it cannot be written.
+// Writes the manifest (m->path, else run_dir/manifest.json) atomically. False with err when it cannot be written.
 bool sweep_manifest_write(const SweepManifest *m, char *err, size_t err_size);
 
 #endif

@@ -269,21 +269,52 @@ static void run_engine(Sweep *s, size_t ei, Position *at) {
 
 // ---------------------------------------------------------------------------------------------
 
-// The results folder (made with its parents) and the run folder in it, before anything starts.
-static bool make_run_dir(const Sweep *s, char *err, size_t err_size) {
-  const char *res = s->o->results_dir;
-  char e[2048];
-  bool ok = file_make_dirs(res, e, sizeof e);
-  if (ok && mkdir(s->run_dir, 0755) != 0) {
-    snprintf(e, sizeof e, "cannot create %s: %s", s->run_dir, strerror(errno));
+bool sweep_make_run_dir(const char *results_dir, const char *name, char *run_dir,
+                        size_t run_dir_size, char *err, size_t err_size) {
+  char stamp[32], e[2048];
+  utc_now(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ");
+  snprintf(run_dir, run_dir_size, "%s/%s-%s", results_dir, name, stamp);
+  bool ok = file_make_dirs(results_dir, e, sizeof e);
+  if (ok && mkdir(run_dir, 0755) != 0) {
+    snprintf(e, sizeof e, "cannot create %s: %s", run_dir, strerror(errno));
     ok = false;
   }
   if (!ok)
     snprintf(err, err_size,
              "the results folder %s cannot hold the run (%s): make %s a writable folder, or "
              "pass --results-dir DIR",
-             res, e, res);
+             results_dir, e, results_dir);
   return ok;
+}
+
+// The run folder of a Slurm job's `sweep --into RUN`: RUN as it is, the selected engine's
+// folder in it, and that folder's manifest.json as the manifest's path.
+static bool use_run_dir(Sweep *s, char *manifest_path, size_t path_size, char *err,
+                        size_t err_size) {
+  const SweepFile *f = s->f;
+  size_t engine = f->num_engines, num_selected = 0;
+  for (size_t i = 0; i < f->num_engines; i++)
+    if (s->o->selected[i]) num_selected++, engine = i;
+  struct stat st;
+  if (num_selected != 1) {
+    snprintf(err, err_size, "--into runs exactly one engine: give it with --only ID");
+    return false;
+  }
+  const int stat_errno = stat(s->o->into, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+  if (stat_errno) {
+    snprintf(err, err_size, "--into %s: not a run folder on this node (%s)", s->o->into,
+             strerror(stat_errno));
+    return false;
+  }
+  snprintf(s->run_dir, sizeof s->run_dir, "%s", s->o->into);
+  char dir[1200];
+  snprintf(dir, sizeof dir, "%s/%s", s->run_dir, f->engines[engine].id);
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    snprintf(err, err_size, "cannot create %s: %s", dir, strerror(errno));
+    return false;
+  }
+  snprintf(manifest_path, path_size, "%s/manifest.json", dir);
+  return true;
 }
 
 static void print_outcome(const Sweep *s) {
@@ -301,17 +332,19 @@ static void print_outcome(const Sweep *s) {
 SweepOutcome sweep_run(const SweepFile *f, const SweepRunOptions *o, char *run_dir,
                        size_t run_dir_size, char *err, size_t err_size) {
   Sweep s = {.f = f, .o = o, .start_ns = clock_now_ns()};
-  char stamp[32];
-  utc_now(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ");
   const char *name = o->name ? o->name : f->name;
-  snprintf(s.run_dir, sizeof s.run_dir, "%s/%s-%s", o->results_dir, name, stamp);
+  char manifest_path[1300] = "";
+  if (o->into ? !use_run_dir(&s, manifest_path, sizeof manifest_path, err, err_size)
+              : !sweep_make_run_dir(o->results_dir, name, s.run_dir, sizeof s.run_dir, err,
+                                    err_size))
+    return SWEEP_ERROR;
   snprintf(run_dir, run_dir_size, "%s", s.run_dir);
-  if (!make_run_dir(&s, err, err_size)) return SWEEP_ERROR;
   Tokenizer tok;
   if (!tok_init(&tok, TOK_O200K_HARMONY, NULL, err, err_size)) return SWEEP_ERROR;
   s.tok = &tok;
   s.engines = xcalloc(f->num_engines, sizeof *s.engines);
   s.manifest = (SweepManifest){.f = f, .name = name, .run_dir = s.run_dir,
+                               .path = o->into ? manifest_path : NULL,
                                .host_info = sweep_host_info(), .engines = s.engines};
   utc_now(s.manifest.started, sizeof s.manifest.started, "%Y-%m-%dT%H:%M:%SZ");
   Position at = {0};

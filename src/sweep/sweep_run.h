@@ -16,9 +16,17 @@ typedef struct {
   const char *name;          // NULL: the sweep file's name
   const bool *selected;      // [num_engines] engines to run (the others are "skipped")
   const char *engine_bin;    // the built-in engine's binary
+  const char *into;          // NULL, or an existing run folder to write into (a Slurm job's,
+                             // `sweep --into RUN`): results as usual, the manifest in
+                             // into/<engine>/manifest.json; exactly one engine selected
 } SweepRunOptions;
 
 typedef enum { SWEEP_DONE, SWEEP_INTERRUPTED, SWEEP_ERROR } SweepOutcome;
+
+// Makes results_dir (and its parents) and a new run folder NAME-<UTC time> in it, whose path
+// run_dir gets. False with err saying what to change.
+bool sweep_make_run_dir(const char *results_dir, const char *name, char *run_dir,
+                        size_t run_dir_size, char *err, size_t err_size);
 
 // Runs the sweep; run_dir gets the run folder's path. SWEEP_ERROR (err filled) only when the run
 // folder or the manifest cannot be written; failed engines are recorded, not errors.

@@ -157,6 +157,18 @@ static void test_errors(void **state) {
   expect_error(ENGINE WORKLOAD "[compare.c]\nbase = a\n", "bad.ini:6: [compare.c] candidate: missing");
   expect_error(ENGINE WORKLOAD "oops\n", "bad.ini:5: not INI syntax");
   expect_error(WORKLOAD, "bad.ini: no [engine.ID]");
+  // [slurm] and slurm.KEY (sweep --slurm)
+  expect_error(ENGINE "slurm.output = x.out\n" WORKLOAD,
+               "bad.ini:3: [engine.a] slurm.output: the sweep sets sbatch's --output itself");
+  expect_error(ENGINE "slurm.job_name = x\n" WORKLOAD,
+               "bad.ini:3: [engine.a] slurm.job_name: the sweep sets sbatch's --job-name");
+  expect_error(ENGINE "slurm.Mem = 8G\n" WORKLOAD,
+               "bad.ini:3: [engine.a] slurm.Mem: 'Mem' is not an sbatch option name");
+  expect_error(ENGINE WORKLOAD "[slurm]\nmax_jobs = -1\n", "bad.ini:6: [slurm] max_jobs: '-1'");
+  expect_error(ENGINE WORKLOAD "[slurm]\npoll_interval = 0\n",
+               "bad.ini:6: [slurm] poll_interval: '0'");
+  expect_error(ENGINE WORKLOAD "[slurm]\nnodes = 2\n",
+               "bad.ini:6: [slurm] nodes: the sweep sets sbatch's --nodes itself");
 }
 
 int main(void) {
