@@ -37,11 +37,14 @@ const char *device_name(DeviceKind d) {
   return d == DEVICE_CUDA ? "cuda" : d == DEVICE_CPU_PORTABLE ? "cpu (portable)" : "cpu";
 }
 
-Backend *backend_create(DeviceKind d, int rank, int num_threads, char *err, size_t err_size) {
+Backend *backend_create(DeviceKind d, int rank, int num_threads, const int *cpus, char *err,
+                        size_t err_size) {
   if (d == DEVICE_CUDA) return cuda_backend_create(rank, err, err_size);
   Backend *be = d == DEVICE_CPU_PORTABLE ? cpu_backend_create_portable(num_threads)
                                          : cpu_backend_create(num_threads);
   if (!be) snprintf(err, err_size, "could not create the CPU backend of rank %d", rank);
+  else if (cpus && !cpu_backend_pin(be, cpus))  // a refusal costs speed, never correctness
+    fprintf(stderr, "gptoss-engine: warning: rank %d's threads could not be pinned\n", rank);
   return be;
 }
 

@@ -21,7 +21,9 @@ const char *device_name(DeviceKind d);
 size_t device_free_bytes(DeviceKind d);
 
 // Rank rank's backend: the CPU's with num_threads threads (the portable one without AVX-512
-// kernels for DEVICE_CPU_PORTABLE), or CUDA device rank. NULL with a message.
-Backend *backend_create(DeviceKind d, int rank, int num_threads, char *err, size_t err_size);
+// kernels for DEVICE_CPU_PORTABLE), its workers pinned to cpus[1 ..] when cpus is not NULL
+// ([num_threads]; cpus[0] is the calling thread's), or CUDA device rank. NULL with a message.
+Backend *backend_create(DeviceKind d, int rank, int num_threads, const int *cpus, char *err,
+                        size_t err_size);
 
 #endif

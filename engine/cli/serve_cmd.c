@@ -220,9 +220,10 @@ static void print_config(const ServeOptions *o, const EngineConfig *c, const Run
          c->block_size, (double)kv_bytes / (1 << 30), c->num_kv_blocks,
          (long long)c->num_kv_blocks * c->block_size);
   printf("  attention backend: built-in (sinks, sliding window)  -tp %d  -pp %d (%d ranks of %d "
-         "threads)  seed %llu\n",
+         "threads%s)  seed %llu\n",
          o->tensor_parallel_size, o->pipeline_parallel_size, runner_num_ranks(runner),
-         runner_threads_per_rank(runner), (unsigned long long)o->seed);
+         runner_threads_per_rank(runner), runner_pinned(runner) ? ", one CPU each" : "",
+         (unsigned long long)o->seed);
   fflush(stdout);
 }
 

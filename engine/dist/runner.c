@@ -6,10 +6,13 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/cpu_cores.h"
 #include "dist/comm_nccl.h"
 #include "dist/comm_threads.h"
 #include "dist/microbatch.h"
@@ -44,6 +47,7 @@ struct Runner {
   Group *groups;           // [pp + tp]: each stage's tensor group, then each pipeline
   pthread_barrier_t start, done;
   bool threads_started;
+  int *cpus;  // [num_ranks * threads_per_rank] the CPU of each rank's threads; NULL: unpinned
   // the current call
   MicroBatches micro;
   float *logits;  // host [num_logits, vocab]
@@ -122,9 +126,36 @@ void runner_forward(Runner *r, const Batch *batch, float *logits) {
 // ---------------------------------------------------------------------------------------------
 // setup
 
+// One CPU per thread, rank after rank, when the process may use enough CPUs that are its own:
+// its affinity set holds every thread and no cgroup quota caps it lower (under a quota the
+// kernel's placement is better than ours). NULL otherwise, and with GPTOSS_CPU_PIN=0.
+static int *pinned_cpus(int num_threads) {
+  const char *pin = getenv("GPTOSS_CPU_PIN");
+  if (pin && strcmp(pin, "0") == 0) return NULL;
+  int *cpus = xcalloc(CPU_SETSIZE, sizeof *cpus);
+  const int allowed = cpu_cores_allowed(cpus, CPU_SETSIZE);
+  const double quota = cpu_cores_quota();
+  if (allowed < num_threads || (quota > 0 && quota < allowed)) {
+    free(cpus);
+    return NULL;
+  }
+  return cpus;
+}
+
+// The caller's thread (rank 0) stays where the kernel puts it: it is the engine's.
+static void pin_thread(pthread_t thread, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (pthread_setaffinity_np(thread, sizeof set, &set) != 0)
+    fprintf(stderr, "gptoss-engine: warning: a rank thread could not be pinned to CPU %d\n", cpu);
+}
+
 // The rank's backend, then its shard of the weights, in the backend's memory.
 static bool rank_load(Runner *r, Rank *rank, int index, char *err, size_t err_size) {
-  rank->backend = backend_create(r->options.device, index, r->threads_per_rank, err, err_size);
+  const int *cpus = r->cpus ? r->cpus + (size_t)index * r->threads_per_rank : NULL;
+  rank->backend =
+      backend_create(r->options.device, index, r->threads_per_rank, cpus, err, err_size);
   if (!rank->backend) return false;
   WeightsOptions wo = r->options.weights;
   wo.shard = &rank->shard;
@@ -192,8 +223,9 @@ bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_s
   r->tp = o->tensor_parallel;
   r->pp = o->pipeline_parallel;
   r->num_ranks = r->tp * r->pp;
-  const int cores = o->num_threads > 0 ? o->num_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  const int cores = o->num_threads > 0 ? o->num_threads : cpu_cores_usable();
   r->threads_per_rank = cores / r->num_ranks > 0 ? cores / r->num_ranks : 1;
+  if (o->device != DEVICE_CUDA) r->cpus = pinned_cpus(r->num_ranks * r->threads_per_rank);
   r->ranks = xcalloc((size_t)r->num_ranks, sizeof *r->ranks);
   r->groups = xcalloc((size_t)(r->pp + r->tp), sizeof *r->groups);
   microbatches_init(&r->micro);
@@ -215,8 +247,10 @@ bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_s
   }
   pthread_barrier_init(&r->start, NULL, (unsigned)r->num_ranks);
   pthread_barrier_init(&r->done, NULL, (unsigned)r->num_ranks);
-  for (int i = 1; i < r->num_ranks; i++)
+  for (int i = 1; i < r->num_ranks; i++) {
     CHECK(pthread_create(&r->ranks[i].thread, NULL, rank_thread, &r->ranks[i]) == 0);
+    if (r->cpus) pin_thread(r->ranks[i].thread, r->cpus[(size_t)i * r->threads_per_rank]);
+  }
   r->threads_started = true;
   *out = r;
   return true;
@@ -250,6 +284,7 @@ void runner_free(Runner *r) {
   microbatches_free(&r->micro);
   free(r->groups);
   free(r->ranks);
+  free(r->cpus);
   free(r);
 }
 
@@ -259,6 +294,8 @@ void runner_free(Runner *r) {
 const GptOssConfig *runner_config(const Runner *r) { return &r->config; }
 int runner_max_num_tokens(const Runner *r) { return r->options.max_num_tokens; }
 int runner_num_ranks(const Runner *r) { return r->num_ranks; }
+bool runner_pinned(const Runner *r) { return r->cpus != NULL; }
+
 int runner_threads_per_rank(const Runner *r) { return r->threads_per_rank; }
 
 size_t runner_kv_bytes_per_token(const Runner *r) {

@@ -26,7 +26,8 @@ typedef struct {
   WeightsOptions weights;  // formats, load format, seed (the shard is the runner's)
   int tensor_parallel;     // ranks per stage (>= 1)
   int pipeline_parallel;   // stages (>= 1)
-  int num_threads;         // CPU threads over all ranks (<= 0: one per core), shared evenly
+  int num_threads;         // CPU threads over all ranks (<= 0: one per CPU this process may
+                           // use, common/cpu_cores.h), shared evenly
   DeviceKind device;       // each rank's backend (CUDA: rank r on device r)
   int max_num_tokens;      // the largest Batch.num_tokens a forward call gets
 } RunnerOptions;
@@ -43,6 +44,9 @@ const GptOssConfig *runner_config(const Runner *r);
 int runner_max_num_tokens(const Runner *r);
 int runner_num_ranks(const Runner *r);
 int runner_threads_per_rank(const Runner *r);
+// Whether each thread has its own CPU (runner_create pins them when the process's affinity set
+// holds them all and no cgroup quota caps it; GPTOSS_CPU_PIN=0 turns that off).
+bool runner_pinned(const Runner *r);
 // Bytes of KV cache one token takes over all ranks (a KV head copied on several ranks counts
 // on each).
 size_t runner_kv_bytes_per_token(const Runner *r);

@@ -18,6 +18,7 @@
 #include "bench/mock_server.h"
 #include "common/check.h"
 #include "common/clock.h"
+#include "common/cpu_cores.h"
 
 static const char USAGE[] =
     "usage: gptoss-bench mock-server [options]\n"
@@ -79,8 +80,7 @@ static MockOptions parse_options(int argc, char **argv, CrashOptions *crash) {
   MockOptions o;
   mock_options_default(&o);
   o.port = 8000;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  o.num_threads = cpus > 0 ? (uint32_t)cpus : 1;
+  o.num_threads = (uint32_t)cpu_cores_usable();
   // clang-format off
   static const struct option longopts[] = {
       {"host", required_argument, 0, 'H'},        {"port", required_argument, 0, 'p'},

@@ -4,7 +4,6 @@
 #include "sweep/sweep_manifest.h"
 
 #include <curl/curl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/cpu_cores.h"
 #include "common/file.h"
 
 // First line of a constant command's output; null when the command fails or prints nothing.
@@ -45,7 +45,7 @@ static char *cpuinfo_value(const char *cpuinfo, const char *key) {
 
 // The CPU as a reader of a baseline needs it: /proc/cpuinfo's model name (a VM may show only
 // "AMD EPYC"), vendor, family/model/stepping, the kernel-relevant ISA flags it has (the engine
-// picks its kernels by them), and how many CPUs this process may run on.
+// picks its kernels by them), and how many CPUs this process may use (affinity and cgroup quota).
 static json_t *cpu_info(char **model_name) {
   static const char *const NOTABLE[] = {"avx2",        "fma",          "avx512f",
                                         "avx512bw",    "avx512vl",     "avx512_vnni",
@@ -69,8 +69,7 @@ static json_t *cpu_info(char **model_name) {
     if (strstr(padded.data, word)) json_array_append_new(isa, json_string(NOTABLE[i]));
   }
   buf_free(&padded);
-  cpu_set_t set;
-  int usable = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  const int usable = cpu_cores_usable();
   json_t *j = json_pack("{s:s?, s:s?, s:s?, s:s?, s:o, s:i}", "vendor", vendor, "family", family,
                         "model", model, "stepping", stepping, "isa", isa, "usable_cpus", usable);
   free(vendor);

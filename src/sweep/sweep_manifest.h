@@ -13,7 +13,7 @@
 // An engine's job in a `sweep --slurm` run, as squeue (or sacct) last reported it.
 typedef struct {
   long job_id;   // 0 while not submitted
-  char *state;   // JobState: PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ...
+  char *state;   // JobState: PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, ...
   char *reason;  // its Reason ("None" when none)
   char *node;    // where it runs or ran; NULL before that is known
   json_t *host;  // the node as the job's own sweep saw it (host, cpu, cpu_detail, gpu); NULL
@@ -42,7 +42,8 @@ typedef struct {
 // git commit, host, CPU, GPU and driver (nvidia-smi, else null), versions: a new object.
 json_t *sweep_host_info(void);
 
-// Writes the manifest (m->path, else run_dir/manifest.json) atomically. False with err when it cannot be written.
+// Writes the manifest (m->path, else run_dir/manifest.json) atomically. False with err when it
+// cannot be written.
 bool sweep_manifest_write(const SweepManifest *m, char *err, size_t err_size);
 
 #endif

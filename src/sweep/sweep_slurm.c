@@ -243,8 +243,8 @@ static void finish_job(Driver *d, Job *j) {
     snprintf(error, sizeof error, "Slurm job %ld cancelled with the sweep", job->job_id);
   } else {
     st->status = "failed";
-    snprintf(error, sizeof error, "Slurm job %ld %s (reason %s%s%s)%s%s; its output: %s/slurm-%ld.out",
-             job->job_id, job->state, job->reason ? job->reason : "unknown",
+    snprintf(error, sizeof error,
+             "Slurm job %ld %s (reason %s%s%s)%s%s; its output: %s/slurm-%ld.out", job->job_id, job->state, job->reason ? job->reason : "unknown",
              job->node ? ", on " : "", job->node ? job->node : "",
              have_manifest && st->error ? ": " : "", have_manifest && st->error ? st->error : "",
              e->id, job->job_id);

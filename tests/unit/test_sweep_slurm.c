@@ -84,8 +84,8 @@ static void test_defaults(void **state) {
   (void)state;
   SweepFile f;
   char err[512] = "";
-  assert_true(sweep_file_parse(&f, "a.ini", "[engine.a]\nmodel = m\n[workload.w]\nnum-prompts = 4\n",
-                               err, sizeof err));
+  const char *text = "[engine.a]\nmodel = m\n[workload.w]\nnum-prompts = 4\n";
+  assert_true(sweep_file_parse(&f, "a.ini", text, err, sizeof err));
   assert_int_equal(f.slurm.max_jobs, 0);
   assert_int_equal(f.slurm.poll_interval_sec, 5);
   assert_int_equal(f.slurm.num_options, 0);

@@ -11,6 +11,7 @@
 
 #include "backend/cpu/cpu_internal.h"
 #include "common/check.h"
+#include "common/cpu_cores.h"
 
 void *cpu_scratch(Backend *be, CpuScratchSlot slot, size_t bytes) {
   CHECK(slot >= 0 && slot < CPU_SCRATCH_COUNT);
@@ -63,8 +64,7 @@ static bool cpu_has_avx512_base(void) {
 }
 
 static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
-  if (num_threads <= 0) num_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (num_threads <= 0) num_threads = 1;
+  if (num_threads <= 0) num_threads = cpu_cores_usable();
   CpuState *st = xcalloc(1, sizeof(*st));
   st->num_threads = num_threads;
   st->pool = cpu_pool_create(num_threads);
@@ -98,6 +98,10 @@ static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
 }
 
 Backend *cpu_backend_create(int num_threads) { return cpu_backend_new(num_threads, true); }
+
+bool cpu_backend_pin(Backend *be, const int *cpus) {
+  return cpu_pool_pin_workers(cpu_state(be)->pool, cpus);
+}
 
 Backend *cpu_backend_create_portable(int num_threads) {
   return cpu_backend_new(num_threads, false);

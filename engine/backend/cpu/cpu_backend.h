@@ -6,9 +6,12 @@
 
 #include "backend/backend.h"
 
-// num_threads <= 0: one per core.
+// num_threads <= 0: one per CPU this process may use (common/cpu_cores.h).
 Backend *cpu_backend_create(int num_threads);
 // The same without the AVX-512 kernels, as on a CPU that lacks them (for tests and comparisons).
 Backend *cpu_backend_create_portable(int num_threads);
+// Pins the backend's worker thread t to cpus[t] (t >= 1; cpus: one CPU per thread, cpus[0] the
+// calling thread's). False when the system refuses.
+bool cpu_backend_pin(Backend *be, const int *cpus);
 
 #endif

@@ -101,6 +101,17 @@ CpuPool *cpu_pool_create(int num_threads) {
   return p;
 }
 
+bool cpu_pool_pin_workers(CpuPool *p, const int *cpus) {
+  bool ok = true;
+  for (int t = 1; t < p->num_threads; t++) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpus[t], &set);
+    ok &= pthread_setaffinity_np(p->workers[t - 1], sizeof set, &set) == 0;
+  }
+  return ok;
+}
+
 void cpu_pool_destroy(CpuPool *p) {
   if (!p) return;
   atomic_store(&p->stop, true);

@@ -7,6 +7,7 @@
 #ifndef GE_BACKEND_CPU_CPU_POOL_H
 #define GE_BACKEND_CPU_CPU_POOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 // One piece of a loop: items begin .. end - 1, run by thread tid (0: the caller; 1 ..
@@ -16,6 +17,9 @@ typedef void (*CpuTask)(void *ctx, int64_t begin, int64_t end, int tid);
 typedef struct CpuPool CpuPool;
 
 CpuPool *cpu_pool_create(int num_threads);
+// Pins worker t to CPU cpus[t] for t = 1 .. num_threads - 1 (cpus[0] is the caller's, whose
+// thread is the caller's to place). False when the system refuses (the workers stay unpinned).
+bool cpu_pool_pin_workers(CpuPool *p, const int *cpus);
 void cpu_pool_destroy(CpuPool *p);
 
 // Runs task over items 0 .. num_items - 1 in pieces of grain items (the last may be shorter)
