@@ -27,7 +27,7 @@ cpu_list() {
 cpu=${BENCH_CPU-$(cpu_list | head -n 1)}
 server_cpu=${BENCH_SERVER_CPU-$(cpu_list | awk -v c="$cpu" '$1 != c { print; exit }')}
 npm_dir=build/npm
-SECTIONS=(tokenizer client scheduler engine parallel peer)
+SECTIONS=(tokenizer client scheduler engine serving parallel peer)
 status=0
 
 # The command prefix that pins to CPU $1 (nothing when $1 is empty or taskset is missing).
@@ -215,6 +215,50 @@ bench_engine() {
   echo "== engine: gpt-oss-tiny forward, dummy weights, all CPUs"
   out=$("$build/bench/bench_engine" --runs "${BENCH_ENGINE_RUNS:-3}") || return 1
   prefixed engine "$out"
+}
+
+# ---------------------------------------------------------------------------------------------
+# serving: the HTTP path against the engine alone on the same work. Engine: bench_engine, 64
+# sequences of 128 prompt tokens prefilled and 64 tokens decoded each (its seconds: prefill
+# tokens / prefill rate + decode tokens / decode rate). Serving: `gptoss-engine serve` (the same
+# weights and formats, every CPU) under `gptoss-bench bench`, 64 requests of 128 prompt tokens
+# to /v1/completions (no chat template: the same 8,192 prompt tokens) with --ignore-eos and 64
+# output tokens each, all at once; its seconds: the benchmark duration. The client runs on the
+# same CPUs, as in any single-machine benchmark. The two alternate BENCH_SERVING_RUNS (default
+# 3) times; serving.of_engine = engine seconds / serving seconds, medians (issue target: 0.9).
+
+bench_serving() {
+  local runs=${BENCH_SERVING_RUNS:-3} tmp port pid r out e s
+  tmp=$(mktemp -d)
+  port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => {
+                    console.log(s.address().port); s.close(); });')
+  echo "== serving: gpt-oss-tiny, serve under bench vs bench_engine, 64 x (128 in, 64 out)"
+  "$build/bin/gptoss-engine" serve gpt-oss-tiny --port "$port" --device cpu \
+    --kv-cache-memory 1GiB --max-num-seqs 64 > "$tmp/serve.log" 2>&1 &
+  pid=$!
+  local up=0
+  for _ in $(seq 300); do grep -q "listening on" "$tmp/serve.log" && { up=1; break; }; sleep 0.1; done
+  if [ "$up" -eq 0 ]; then kill "$pid"; echo "bench: serve did not start" >&2; return 1; fi
+  for r in $(seq "$runs"); do
+    out=$("$build/bench/bench_engine" --runs 1 --batches 64 --prompt 128 --gen 64) || break
+    awk '$1 == "b64.prefill_tokens" { pt = $2 } $1 == "b64.prefill_tok_s" { pr = $2 }
+         $1 == "b64.decode_tokens" { dt = $2 } $1 == "b64.decode_tok_s" { dr = $2 }
+         END { printf "%.4f\n", pt / pr + dt / dr }' <<<"$out" >> "$tmp/engine"
+    "$build/bin/gptoss-bench" bench --base-url "http://127.0.0.1:$port" --endpoint /v1/completions \
+      --endpoint-type openai --dataset-name random --random-input-len 128 --random-output-len 64 \
+      --num-prompts 64 --ignore-eos --seed "$r" > "$tmp/bench.$r" 2>&1 || break
+    grep -q "^Successful requests: *64" "$tmp/bench.$r" || { cat "$tmp/bench.$r" >&2; break; }
+    sed -n 's/^Benchmark duration (s): *//p' "$tmp/bench.$r" >> "$tmp/serve"
+  done
+  kill "$pid"; wait "$pid" 2> /dev/null
+  [ "$(wc -l < "$tmp/serve" 2> /dev/null)" -eq "$runs" ] ||
+    { echo "bench: a serving run failed" >&2; return 1; }
+  e=$(sort -g "$tmp/engine" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+  s=$(sort -g "$tmp/serve" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+  echo "serving.engine_s_median $e"
+  echo "serving.serve_s_median $s"
+  awk -v e="$e" -v s="$s" 'BEGIN { printf "serving.of_engine %.3f\n", e / s }'
+  rm -rf "$tmp"
 }
 
 # ---------------------------------------------------------------------------------------------
