@@ -83,7 +83,8 @@ static const OptionSpec OPTIONS[] = {
 const char BENCH_OPTIONS_USAGE[] =
     "usage: gptoss-bench bench [options]   (flags and defaults of `vllm bench serve` v0.10.2)\n"
     "target:   --base-url URL | --host H (127.0.0.1) --port P (8000)   --endpoint (/v1/completions)\n"
-    "          --endpoint-type openai|openai-chat|vllm (openai)   --backend (accepted, unused)\n"
+    "          --backend vllm|openai|openai-chat (vllm: completions; openai-chat: chat)\n"
+    "          --endpoint-type (the older spelling of --backend; must agree with it)\n"
     "          --model (default: first of GET /v1/models) --served-model-name --tokenizer --label\n"
     "workload: --dataset-name random|sharegpt (random) --dataset-path FILE --num-prompts (1000)\n"
     "          --sharegpt-output-len N --no-oversample --random-input-len (1024)\n"
@@ -103,8 +104,6 @@ static void set_defaults(BenchOptions *o) {
       .host = "127.0.0.1",
       .port = 8000,
       .endpoint = "/v1/completions",
-      .endpoint_type = "openai",
-      .backend = "vllm",
       .dataset_name = "random",
       .num_prompts = 1000,
       .sharegpt_output_len = -1,
@@ -162,15 +161,43 @@ bad:
   return false;
 }
 
-static bool check_choices(const BenchOptions *o, char *err, size_t err_size) {
-  static const char *const endpoint_types[] = {"openai", "openai-chat", "vllm"};
-  bool type_ok = false;
-  for (size_t i = 0; i < 3; i++) type_ok |= strcmp(o->endpoint_type, endpoint_types[i]) == 0;
-  if (!type_ok) {
-    snprintf(err, err_size, "--endpoint-type '%s' is not supported: use openai, openai-chat or vllm",
-             o->endpoint_type);
+// Whether two request formats are the same: vllm and openai both send completions.
+static bool same_format(const char *a, const char *b) {
+  const bool chat_a = strcmp(a, "openai-chat") == 0, chat_b = strcmp(b, "openai-chat") == 0;
+  return chat_a == chat_b;
+}
+
+// --backend picks the request format, as `vllm bench serve --backend openai-chat` does in the
+// study's command lines; --endpoint-type is its older spelling. Either may be given, both only
+// when they agree; neither: vllm (completions). Sets both fields.
+static bool resolve_backend(BenchOptions *o, char *err, size_t err_size) {
+  static const char *const supported[] = {"vllm", "openai", "openai-chat"};
+  const char *const given[][2] = {{"--backend", o->backend}, {"--endpoint-type", o->endpoint_type}};
+  for (size_t g = 0; g < 2; g++) {
+    bool ok = given[g][1] == NULL;
+    for (size_t i = 0; !ok && i < 3; i++) ok = strcmp(given[g][1], supported[i]) == 0;
+    if (!ok) {
+      snprintf(err, err_size,
+               "%s '%s' is not supported: gptoss-bench speaks the OpenAI-compatible APIs only; use "
+               "vllm or openai (completions: prompt) or openai-chat (chat completions: messages)",
+               given[g][0], given[g][1]);
+      return false;
+    }
+  }
+  if (o->backend && o->endpoint_type && !same_format(o->backend, o->endpoint_type)) {
+    snprintf(err, err_size,
+             "--backend %s and --endpoint-type %s ask for different request formats: give one "
+             "(--endpoint-type is the older name of --backend)",
+             o->backend, o->endpoint_type);
     return false;
   }
+  if (!o->backend) o->backend = o->endpoint_type ? o->endpoint_type : "vllm";
+  if (!o->endpoint_type) o->endpoint_type = strcmp(o->backend, "vllm") == 0 ? "openai" : o->backend;
+  return true;
+}
+
+static bool check_choices(BenchOptions *o, char *err, size_t err_size) {
+  if (!resolve_backend(o, err, err_size)) return false;
   if (strcmp(o->dataset_name, "random") != 0 && strcmp(o->dataset_name, "sharegpt") != 0) {
     snprintf(err, err_size, "--dataset-name '%s' is not supported: use random or sharegpt",
              o->dataset_name);

@@ -13,8 +13,9 @@ typedef struct {
   const char *host;           // 127.0.0.1
   int port;                   // 8000
   const char *endpoint;       // /v1/completions
-  const char *endpoint_type;  // openai (completions) | openai-chat | vllm (= completions)
-  const char *backend;        // vllm; accepted for compatibility, the endpoint type decides
+  const char *endpoint_type;  // the request format: openai (completions) | openai-chat |
+                              // vllm (= completions); from --backend unless given itself
+  const char *backend;        // vllm (default) | openai | openai-chat: picks the format
   const char *model;          // NULL: the first id of GET /v1/models
   const char *served_model_name;
   const char *tokenizer;      // recorded as tokenizer_id; we always count with o200k_harmony

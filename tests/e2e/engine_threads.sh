@@ -51,7 +51,7 @@ stop
 
 # A cgroup with a quota of one CPU, v1 (cpu controller folder) or v2 (cpu.max).
 join_quota_cgroup() {  # the command to run inside it follows
-  sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cgroup" "$@"
+  exec sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cgroup" "$@"
 }
 make_cgroup() {
   [ "$(id -u)" -eq 0 ] || return 1

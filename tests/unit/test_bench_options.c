@@ -28,6 +28,7 @@ static void test_defaults_are_vllms(void **state) {
   assert_int_equal(o.port, 8000);
   assert_string_equal(o.endpoint, "/v1/completions");
   assert_string_equal(o.endpoint_type, "openai");
+  assert_string_equal(o.backend, "vllm");
   assert_string_equal(o.dataset_name, "random");
   assert_int_equal(o.num_prompts, 1000);
   assert_int_equal(o.random_input_len, 1024);
@@ -86,6 +87,30 @@ static void test_errors_name_the_flag(void **state) {
   assert_refused(&o, PARSE(&o, err, "stray"), err, "'stray'");
 }
 
+// --backend picks the request format (the study's `--backend openai-chat --endpoint
+// /v1/chat/completions` must send chat bodies); --endpoint-type, its older name, must agree.
+static void test_backend_picks_the_format(void **state) {
+  (void)state;
+  BenchOptions o;
+  char err[256];
+  assert_true(PARSE(&o, err, "--backend", "openai-chat", "--endpoint", "/v1/chat/completions"));
+  assert_string_equal(o.endpoint_type, "openai-chat");
+  assert_true(PARSE(&o, err, "--backend", "openai"));
+  assert_string_equal(o.endpoint_type, "openai");
+  assert_true(PARSE(&o, err, "--backend", "vllm"));
+  assert_string_equal(o.endpoint_type, "openai");
+  assert_true(PARSE(&o, err, "--endpoint-type", "openai-chat"));
+  assert_string_equal(o.endpoint_type, "openai-chat");
+  assert_string_equal(o.backend, "openai-chat");
+  assert_true(PARSE(&o, err, "--backend", "vllm", "--endpoint-type", "openai"));  // both prompt
+  assert_string_equal(o.endpoint_type, "openai");
+  assert_true(PARSE(&o, err, "--backend", "openai-chat", "--endpoint-type", "openai-chat"));
+  assert_refused(&o, PARSE(&o, err, "--backend", "openai-chat", "--endpoint-type", "openai"), err,
+                 "--backend openai-chat and --endpoint-type openai ask for different request");
+  assert_refused(&o, PARSE(&o, err, "--backend", "tgi"), err,
+                 "--backend 'tgi' is not supported: gptoss-bench speaks the OpenAI-compatible");
+}
+
 static void assert_extra_body(const BenchOptions *o, const char *expected) {
   char *text = cJSON_PrintUnformatted(o->extra_body);
   assert_string_equal(text, expected);
@@ -122,6 +147,7 @@ int main(void) {
       cmocka_unit_test(test_defaults_are_vllms),
       cmocka_unit_test(test_spellings_and_lists),
       cmocka_unit_test(test_errors_name_the_flag),
+      cmocka_unit_test(test_backend_picks_the_format),
       cmocka_unit_test(test_extra_body),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
