@@ -45,8 +45,9 @@ job_id() {  # run folder, engine id
     "$1/manifest.json" "$2" 2> /dev/null
 }
 run_dir_of() { ls -d "$1"/ci-* 2> /dev/null | head -n 1; }
-# summary.md with every number masked (throughputs, ports, times): the shape alone.
-shape() { sed -E 's/[+-]?[0-9]+([.][0-9]+)?/N/g; s/ +/ /g' "$1/summary.md"; }
+# summary.md with every number masked (throughputs, ports, times) and a last cell that is a
+# gain or "-" (a gain below zero prints "-": noise decides which): the shape alone.
+shape() { sed -E 's/[+-]?[0-9]+([.][0-9]+)?/N/g; s/ +/ /g; s/\| (N%|-) \|$/| V |/' "$1/summary.md"; }
 
 # 1. The whole of ci.ini (one round) as Slurm jobs, and the same run locally.
 "$bench" sweep configs/ci.ini --slurm --rounds 1 --results-dir "$tmp/slurm" \
