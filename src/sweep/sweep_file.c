@@ -604,6 +604,15 @@ char **sweep_engine_argv(const SweepEngine *e, const char *engine_bin, int port)
   return argv;
 }
 
+char *sweep_engine_command(const SweepEngine *e, const char *engine_bin, int port) {
+  char **argv = sweep_engine_argv(e, engine_bin, port);
+  Buf b = {0};
+  buf_append_str(&b, "");
+  for (size_t i = 0; argv[i]; i++) buf_printf(&b, "%s%s", i ? " " : "", argv[i]);
+  sweep_argv_free(argv);
+  return b.data;
+}
+
 void sweep_argv_free(char **argv) {
   if (!argv) return;
   for (char **p = argv; *p; p++) free(*p);

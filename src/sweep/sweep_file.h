@@ -104,5 +104,7 @@ char *sweep_subst_port(const char *s, int port);
 // display). Free with sweep_argv_free.
 char **sweep_engine_argv(const SweepEngine *e, const char *engine_bin, int port);
 void sweep_argv_free(char **argv);
+// That argv joined with blanks (malloc'd): the command as the manifest and the plan show it.
+char *sweep_engine_command(const SweepEngine *e, const char *engine_bin, int port);
 
 #endif

@@ -123,15 +123,27 @@ static json_t *engines_json(const SweepManifest *m) {
   return engines;
 }
 
+void sweep_utc_now(char *out, size_t out_size, const char *fmt) {
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(out, out_size, fmt, &tm);
+}
+
+void sweep_print_outcome(const SweepManifest *m, const char *elapsed) {
+  fprintf(stderr, "sweep: %s%s%s: %s\n", m->interrupted ? "interrupted" : "done",
+          elapsed ? " after " : "", elapsed ? elapsed : "", m->run_dir);
+  for (size_t i = 0; i < m->f->num_engines; i++) {
+    const SweepEngineState *st = &m->engines[i];
+    fprintf(stderr, "sweep:   %s: %s%s%s\n", m->f->engines[i].id, st->status,
+            st->error ? ": " : "", st->error ? st->error : "");
+  }
+}
+
 static json_t *manifest_json(const SweepManifest *m) {
   const SweepFile *f = m->f;
   char finished[32] = "";
-  if (m->finished) {
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(finished, sizeof finished, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  }
+  if (m->finished) sweep_utc_now(finished, sizeof finished, "%Y-%m-%dT%H:%M:%SZ");
   json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:o, s:b}", "name", m->name, "sweep_file", f->path,
                         "sweep_text", f->text.data ? f->text.data : "", "started", m->started,
                         "finished", m->finished ? json_string(finished) : json_null(),

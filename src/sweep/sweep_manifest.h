@@ -42,6 +42,13 @@ typedef struct {
 // git commit, host, CPU, GPU and driver (nvidia-smi, else null), versions: a new object.
 json_t *sweep_host_info(void);
 
+// The time now in UTC, formatted by strftime's fmt.
+void sweep_utc_now(char *out, size_t out_size, const char *fmt);
+
+// The closing lines on stderr: "sweep: done|interrupted[ after ELAPSED]: RUN" and each engine's
+// status and error (elapsed NULL: no time).
+void sweep_print_outcome(const SweepManifest *m, const char *elapsed);
+
 // Writes the manifest (m->path, else run_dir/manifest.json) atomically. False with err when it
 // cannot be written.
 bool sweep_manifest_write(const SweepManifest *m, char *err, size_t err_size);

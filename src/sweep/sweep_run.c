@@ -70,13 +70,6 @@ typedef struct {
   size_t num_pairs_left;        // workload runs still to do (failed engines' are dropped)
 } Sweep;
 
-static void utc_now(char *out, size_t out_size, const char *fmt) {
-  time_t now = time(NULL);
-  struct tm tm;
-  gmtime_r(&now, &tm);
-  strftime(out, out_size, fmt, &tm);
-}
-
 static bool write_manifest(Sweep *s, char *err, size_t err_size) {
   s->manifest.interrupted = g_interrupted;
   return sweep_manifest_write(&s->manifest, err, err_size);
@@ -118,13 +111,6 @@ static void progress(const Sweep *s, const Position *at, const SweepEngine *e,
 
 // ---------------------------------------------------------------------------------------------
 // one engine
-
-static char *join_words(char *const *argv) {
-  Buf b = {0};
-  buf_append_str(&b, "");
-  for (size_t i = 0; argv[i]; i++) buf_printf(&b, "%s%s", i ? " " : "", argv[i]);
-  return b.data;
-}
 
 __attribute__((format(printf, 2, 3))) static void set_failed(SweepEngineState *st,
                                                              const char *fmt, ...) {
@@ -229,7 +215,7 @@ static void run_engine(Sweep *s, size_t ei, Position *at) {
   int port = f->base_port ? f->base_port : eproc_free_port();
   char **argv = sweep_engine_argv(e, s->o->engine_bin, port);
   free(st->command);
-  st->command = join_words(argv);
+  st->command = sweep_engine_command(e, s->o->engine_bin, port);
   EngineProcess p = {0};
   bool started = false;
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
@@ -272,7 +258,7 @@ static void run_engine(Sweep *s, size_t ei, Position *at) {
 bool sweep_make_run_dir(const char *results_dir, const char *name, char *run_dir,
                         size_t run_dir_size, char *err, size_t err_size) {
   char stamp[32], e[2048];
-  utc_now(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ");
+  sweep_utc_now(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ");
   snprintf(run_dir, run_dir_size, "%s/%s-%s", results_dir, name, stamp);
   bool ok = file_make_dirs(results_dir, e, sizeof e);
   if (ok && mkdir(run_dir, 0755) != 0) {
@@ -320,13 +306,7 @@ static bool use_run_dir(Sweep *s, char *manifest_path, size_t path_size, char *e
 static void print_outcome(const Sweep *s) {
   char elapsed[32];
   format_duration(clock_now_ns() - s->start_ns, elapsed, sizeof elapsed);
-  fprintf(stderr, "sweep: %s after %s: %s\n", g_interrupted ? "interrupted" : "done", elapsed,
-          s->run_dir);
-  for (size_t i = 0; i < s->f->num_engines; i++) {
-    const SweepEngineState *st = &s->engines[i];
-    fprintf(stderr, "sweep:   %s: %s%s%s\n", s->f->engines[i].id, st->status,
-            st->error ? ": " : "", st->error ? st->error : "");
-  }
+  sweep_print_outcome(&s->manifest, elapsed);
 }
 
 SweepOutcome sweep_run(const SweepFile *f, const SweepRunOptions *o, char *run_dir,
@@ -346,13 +326,11 @@ SweepOutcome sweep_run(const SweepFile *f, const SweepRunOptions *o, char *run_d
   s.manifest = (SweepManifest){.f = f, .name = name, .run_dir = s.run_dir,
                                .path = o->into ? manifest_path : NULL,
                                .host_info = sweep_host_info(), .engines = s.engines};
-  utc_now(s.manifest.started, sizeof s.manifest.started, "%Y-%m-%dT%H:%M:%SZ");
+  sweep_utc_now(s.manifest.started, sizeof s.manifest.started, "%Y-%m-%dT%H:%M:%SZ");
   Position at = {0};
   for (size_t i = 0; i < f->num_engines; i++) {
     s.engines[i].status = "skipped";
-    char **argv = sweep_engine_argv(&f->engines[i], o->engine_bin, -1);
-    s.engines[i].command = join_words(argv);
-    sweep_argv_free(argv);
+    s.engines[i].command = sweep_engine_command(&f->engines[i], o->engine_bin, -1);
     if (!o->selected[i]) continue;
     at.num_configs++;
     for (size_t j = 0; j < f->num_workloads; j++)

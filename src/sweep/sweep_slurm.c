@@ -463,15 +463,6 @@ static bool drive(Driver *d, char *err, size_t err_size) {
   return ok;
 }
 
-static void print_outcome(const Driver *d) {
-  fprintf(stderr, "sweep: %s: %s\n", g_interrupted ? "interrupted" : "done", d->run_dir);
-  for (size_t i = 0; i < d->f->num_engines; i++) {
-    const SweepEngineState *st = &d->engines[i];
-    fprintf(stderr, "sweep:   %s: %s%s%s\n", d->f->engines[i].id, st->status,
-            st->error ? ": " : "", st->error ? st->error : "");
-  }
-}
-
 SweepOutcome sweep_slurm_run(const SweepFile *f, const SweepSlurmOptions *o, char *run_dir,
                              size_t run_dir_size, char *err, size_t err_size) {
   const char *missing = slurm_missing_command();
@@ -500,12 +491,8 @@ SweepOutcome sweep_slurm_run(const SweepFile *f, const SweepSlurmOptions *o, cha
   d.engines = xcalloc(f->num_engines, sizeof *d.engines);
   d.jobs = xcalloc(f->num_engines, sizeof *d.jobs);
   for (size_t i = 0; i < f->num_engines; i++) {
-    char **argv = sweep_engine_argv(&f->engines[i], o->engine_bin, -1);
-    Buf command = {0};
-    buf_append_str(&command, "");
-    for (char **a = argv; *a; a++) buf_printf(&command, "%s%s", a == argv ? "" : " ", *a);
-    sweep_argv_free(argv);
-    d.engines[i] = (SweepEngineState){.status = "skipped", .command = command.data};
+    d.engines[i] = (SweepEngineState){
+        .status = "skipped", .command = sweep_engine_command(&f->engines[i], o->engine_bin, -1)};
     if (!o->selected[i]) continue;
     d.jobs[d.num_jobs] = (Job){.engine = i};
     d.engines[i].status = "pending";
@@ -514,10 +501,7 @@ SweepOutcome sweep_slurm_run(const SweepFile *f, const SweepSlurmOptions *o, cha
   for (size_t i = 0; i < d.num_jobs; i++) d.engines[d.jobs[i].engine].slurm = &d.jobs[i].job;
   d.manifest = (SweepManifest){.f = f, .name = d.name, .run_dir = d.run_dir,
                                .host_info = sweep_host_info(), .engines = d.engines};
-  time_t now = time(NULL);
-  struct tm tm;
-  gmtime_r(&now, &tm);
-  strftime(d.manifest.started, sizeof d.manifest.started, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  sweep_utc_now(d.manifest.started, sizeof d.manifest.started, "%Y-%m-%dT%H:%M:%SZ");
 
   struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
   sigemptyset(&sa.sa_mask);
@@ -540,7 +524,7 @@ SweepOutcome sweep_slurm_run(const SweepFile *f, const SweepSlurmOptions *o, cha
   }
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
-  if (probed) print_outcome(&d);
+  if (probed) sweep_print_outcome(&d.manifest, NULL);
   bool interrupted = g_interrupted;
   for (size_t i = 0; i < f->num_engines; i++) {
     free(d.engines[i].error);
