@@ -14,13 +14,15 @@
 
 #include "common/buf.h"
 #include "common/file.h"
+#include "sweep/plot_pareto.h"
 
 extern char **environ;
 
 static const char *const CHARTS[] = {"throughput", "latency", "tradeoff"};
+#define PLOT_MAX_GRIDS 64  // Pareto charts (pareto-<grid>) at most
 
 // A quoted gnuplot string (labels may hold spaces; double quotes become single ones).
-static void quoted(Buf *out, const char *s) {
+void plot_quoted(Buf *out, const char *s) {
   buf_append_byte(out, '"');
   for (; *s; s++) buf_append_byte(out, *s == '"' ? '\'' : (uint8_t)*s);
   buf_append_byte(out, '"');
@@ -33,26 +35,26 @@ static void engine_label(Buf *out, const RunData *run, size_t e) {
   if (run->baseline && strcmp(run->baseline, eng->id) == 0) buf_append_str(&label, " [baseline]");
   if (run->optimized && strcmp(run->optimized, eng->id) == 0)
     buf_append_str(&label, " [optimized]");
-  quoted(out, label.data);
+  plot_quoted(out, label.data);
   buf_free(&label);
 }
 
 // A chart shows a pair when its engine did not fail and it has a throughput: gnuplot refuses a
 // column or index block without one valid point (an interrupted run, a failed engine).
-static bool has_point(const RunData *run, size_t e, size_t w) {
+bool plot_has_point(const RunData *run, size_t e, size_t w) {
   return !run_data_engine_failed(&run->engines[e]) &&
          run_data_stat(run_data_pair(run, e, w), "total_token_throughput").num_values > 0;
 }
 
 static bool engine_charted(const RunData *run, size_t e) {
   for (size_t w = 0; w < run->num_workloads; w++)
-    if (has_point(run, e, w)) return true;
+    if (plot_has_point(run, e, w)) return true;
   return false;
 }
 
 static bool workload_charted(const RunData *run, size_t w) {
   for (size_t e = 0; e < run->num_engines; e++)
-    if (has_point(run, e, w)) return true;
+    if (plot_has_point(run, e, w)) return true;
   return false;
 }
 
@@ -68,7 +70,7 @@ static void write_matrix(Buf *out, const RunData *run, const char *key, bool per
   for (size_t w = 0; w < run->num_workloads; w++) {
     if (!workload_charted(run, w)) continue;
     buf_append_byte(out, ' ');
-    quoted(out, run->workloads[w].label);
+    plot_quoted(out, run->workloads[w].label);
   }
   buf_append_byte(out, '\n');
   for (size_t e = 0; e < run->num_engines; e++) {
@@ -97,7 +99,7 @@ static void write_tradeoff(Buf *out, const RunData *run) {
       RunStat x = run_data_stat(p, "total_token_throughput"), y = run_data_stat(p, "mean_tpot_ms");
       if (x.num_values == 0 || y.num_values == 0) continue;
       buf_printf(out, "%.2f %.2f ", x.median / run->engines[e].gpus, y.median);
-      quoted(out, run->engines[e].label);
+      plot_quoted(out, run->engines[e].label);
       buf_append_byte(out, '\n');
     }
     buf_append_str(out, "\n\n");
@@ -107,7 +109,7 @@ static void write_tradeoff(Buf *out, const RunData *run) {
 // The script draws once per terminal: PNG, then SVG. Output names start with the variable
 // `out` (run_gnuplot sets a temporary prefix, then renames: no chart is ever seen half
 // written; by hand it is empty).
-static void script_outputs(Buf *gp, const char *chart, const char *size, const char *body) {
+void plot_script_outputs(Buf *gp, const char *chart, const char *size, const char *body) {
   buf_append_str(gp, "if (!exists(\"out\")) out = ''\n");
   buf_printf(gp, "set terminal pngcairo size %s enhanced font 'sans,11'\n", size);
   buf_printf(gp, "set output out.'%s.png'\n%s", chart, body);
@@ -135,7 +137,7 @@ static void write_scripts(Buf *gp, const RunData *run, const char *chart) {
                       "and workload' noenhanced\nset ylabel 'tok/s per GPU'\n", HISTOGRAM_STYLE);
     buf_printf(&body, "plot for [i=2:%zu] 'throughput.dat' using i:xtic(1) title columnhead(i)\n",
                n + 1);
-    script_outputs(gp, chart, "1400,720", body.data);
+    plot_script_outputs(gp, chart, "1400,720", body.data);
   } else if (strcmp(chart, "latency") == 0) {
     buf_printf(&body, "set multiplot layout 2,1\n%s", HISTOGRAM_STYLE);
     buf_printf(&body, "set title 'Mean time to first token (ms)'\nset ylabel 'ms'\n"
@@ -145,11 +147,12 @@ static void write_scripts(Buf *gp, const RunData *run, const char *chart) {
                       "plot for [i=2:%zu] 'tpot.dat' using i:xtic(1) title columnhead(i)\n"
                       "unset multiplot\n",
                n + 1);
-    script_outputs(gp, chart, "1400,1100", body.data);
+    plot_script_outputs(gp, chart, "1400,1100", body.data);
   } else {
     buf_append_str(&body, "set title 'Throughput against latency (one point per configuration "
                           "and workload)' noenhanced\n"
                           "set xlabel 'total tok/s per GPU'\nset ylabel 'mean TPOT (ms)'\n"
+                          "set xrange [0:*]\nset yrange [0:*]\n"
                           "set grid\nset key outside right top noenhanced\n"
                           "set offsets graph 0.05, graph 0.2, graph 0.08, graph 0.05\n");
     buf_append_str(&body, "names = \"");
@@ -160,7 +163,7 @@ static void write_scripts(Buf *gp, const RunData *run, const char *chart) {
                       "     for [i=1:%zu] 'tradeoff.dat' index (i-1) using 1:2:3 with labels "
                       "offset 0.8,0.6 left font 'sans,9' noenhanced notitle\n",
                n, n);
-    script_outputs(gp, chart, "1400,800", body.data);
+    plot_script_outputs(gp, chart, "1400,800", body.data);
   }
   buf_free(&body);
 }
@@ -194,6 +197,20 @@ static bool write_inputs(const RunData *run, const char *dir, char *err, size_t 
     buf_free(&gp);
     buf_free(&name);
   }
+  const char *grids[PLOT_MAX_GRIDS];
+  size_t num_grids = pareto_grids(run, grids, PLOT_MAX_GRIDS);
+  for (size_t i = 0; ok && i < num_grids; i++) {
+    Buf dat = {0}, gp = {0}, dat_name = {0}, gp_name = {0};
+    pareto_write(run, grids[i], &dat, &gp);
+    buf_printf(&dat_name, "pareto-%s.dat", grids[i]);
+    buf_printf(&gp_name, "pareto-%s.gp", grids[i]);
+    ok = write_file(dir, dat_name.data, &dat, err, err_size) &&
+         write_file(dir, gp_name.data, &gp, err, err_size);
+    buf_free(&dat);
+    buf_free(&gp);
+    buf_free(&dat_name);
+    buf_free(&gp_name);
+  }
   return ok;
 }
 
@@ -221,7 +238,7 @@ static bool finish_outputs(const char *dir, const char *chart, bool keep, char *
 
 static bool run_gnuplot(const char *dir, const char *gnuplot, const char *chart, char *err,
                         size_t err_size) {
-  char script[64];
+  char script[320];
   snprintf(script, sizeof script, "%s.gp", chart);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -261,6 +278,13 @@ bool plot_write_dir(const RunData *run, const char *plots_dir, const char *gnupl
   }
   for (size_t i = 0; i < sizeof CHARTS / sizeof *CHARTS; i++)
     if (!run_gnuplot(plots_dir, gnuplot, CHARTS[i], err, err_size)) return false;
+  const char *grids[PLOT_MAX_GRIDS];
+  size_t num_grids = pareto_grids(run, grids, PLOT_MAX_GRIDS);
+  for (size_t i = 0; i < num_grids; i++) {
+    char chart[300];
+    snprintf(chart, sizeof chart, "pareto-%s", grids[i]);
+    if (!run_gnuplot(plots_dir, gnuplot, chart, err, err_size)) return false;
+  }
   return true;
 }
 

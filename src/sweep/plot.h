@@ -1,7 +1,8 @@
 // plot.h: a run's charts: gnuplot data files (.dat) and scripts (.gp), then gnuplot run as a
 // process (posix_spawn, no shell) in the plots folder to draw each chart as PNG and SVG:
 // per-GPU total tok/s per configuration and workload (grouped bars, baseline and optimized
-// marked), mean TTFT and TPOT per configuration, throughput against latency. Draws nothing
+// marked), mean TTFT and TPOT per configuration, throughput against latency, and a Pareto
+// chart per workload grid (plot_pareto.h). Draws nothing
 // itself and never exits; the data and scripts are written even when gnuplot is missing. Every
 // file appears whole: ours through file_write_atomic, gnuplot's under a temporary name renamed
 // once gnuplot succeeded (removed when it fails).
@@ -11,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/buf.h"
 #include "sweep/run_data.h"
 
 #define PLOT_GNUPLOT "gnuplot"  // found on PATH
@@ -24,5 +26,12 @@ bool plot_write_dir(const RunData *run, const char *plots_dir, const char *gnupl
 
 // Loads run_dir and draws into run_dir/plots: the call the sweep makes at the end of a run.
 bool plot_write(const char *run_dir, char *err, size_t err_size);
+
+// For the charts of plot_pareto.c: s as a gnuplot string; whether the (engine, workload) pair
+// has a point (its engine did not fail and it has a throughput); a script's terminal and output
+// lines around its body (PNG, then SVG, named out.'chart.ext').
+void plot_quoted(Buf *out, const char *s);
+bool plot_has_point(const RunData *run, size_t e, size_t w);
+void plot_script_outputs(Buf *gp, const char *chart, const char *size, const char *body);
 
 #endif

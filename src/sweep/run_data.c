@@ -76,6 +76,12 @@ static bool parse_workload(RunWorkload *wl, json_t *obj, const char *file, char 
       !get_string(obj, "dataset_name", false, &wl->dataset_name, file, w, err, err_size))
     return false;
   if (!wl->label) wl->label = wl->id;
+  json_t *grid = json_object_get(obj, "grid");
+  if (json_is_object(grid) &&
+      (!get_string(grid, "base", true, &wl->grid_base, file, "workloads[].grid: ", err, err_size) ||
+       !get_string(grid, "point", true, &wl->grid_point, file, "workloads[].grid: ", err,
+                   err_size)))
+    return false;
   return true;
 }
 
@@ -112,6 +118,18 @@ static bool parse_comparison(RunComparison *c, json_t *obj, const RunData *run, 
   }
   c->per_gpu = json_is_true(json_object_get(obj, "per_gpu"));
   return true;
+}
+
+// Whether the engine was given the workload: in its "workloads" list, or every workload when
+// the manifest has no list (result files, runs from before the list).
+static bool engine_given(const json_t *engine, const char *workload) {
+  const json_t *list = json_object_get(engine, "workloads");
+  if (!json_is_array(list)) return true;
+  size_t i;
+  const json_t *id;
+  json_array_foreach(list, i, id) if (json_is_string(id) && strcmp(json_string_value(id), workload) == 0)
+    return true;
+  return false;
 }
 
 static bool parse_manifest(RunData *run, const char *file, char *err, size_t err_size) {
@@ -159,6 +177,7 @@ static bool parse_manifest(RunData *run, const char *file, char *err, size_t err
       RunPair *p = &run->pairs[e * run->num_workloads + w];
       p->engine = e;
       p->workload = w;
+      p->given = engine_given(json_array_get(engines, e), run->workloads[w].id);
     }
   return true;
 }

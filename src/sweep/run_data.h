@@ -23,6 +23,8 @@ typedef struct {
   const char *id;  // "sharegpt"
   const char *label;
   const char *dataset_name;  // NULL when not recorded
+  const char *grid_base;     // a grid point's: the [workload.ID] it came from; NULL: no grid
+  const char *grid_point;    //   and its "FLAG=VALUE, ..." (sweep_grid.h)
 } RunWorkload;
 
 typedef struct {
@@ -41,6 +43,7 @@ typedef struct {
   size_t workload;  // index into RunData.workloads
   json_t **results;  // [num_results]; 0 results: no file was found for the pair
   size_t num_results;
+  bool given;        // the engine was to run the workload (its `workloads` in the sweep file)
 } RunPair;
 
 // The median and the spread of one metric over a pair's repeats.

@@ -215,7 +215,7 @@ static void result_blocks(Buf *out, const RunData *run) {
     }
     for (size_t w = 0; w < run->num_workloads; w++) {
       const RunPair *p = run_data_pair(run, e, w);
-      if (p->num_results == 0)
+      if (p->num_results == 0 && p->given)
         buf_printf(out, "\n### %s / %s\n(no result)\n", eng->label, run->workloads[w].label);
       for (size_t k = 0; k < p->num_results; k++) {
         buf_printf(out, "\n### %s / %s", eng->label, run->workloads[w].label);

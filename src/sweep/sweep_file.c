@@ -13,6 +13,7 @@
 #include "bench/bench_options.h"
 #include "common/check.h"
 #include "common/file.h"
+#include "sweep/sweep_grid.h"
 
 #define MAX_GPUS 64
 
@@ -209,9 +210,15 @@ static bool declare_sections(const Ctx *c, SweepFile *f, const Reader *r) {
 
 static bool engine_ref(const Ctx *c, SweepFile *f, const Entry *e, long *out) {
   *out = engine_index(f, e->value);
-  if (*out < 0)
-    return fail(c, e->line, e->section, e->key, "no [engine.%s] in this file", e->value);
-  return true;
+  if (*out >= 0) return true;
+  size_t num_points = 0, first = 0;
+  for (size_t i = 0; i < f->num_engines; i++)
+    if (sweep_grid_matches(e->value, "", &f->engines[i].grid) && num_points++ == 0) first = i;
+  if (num_points)
+    return fail(c, e->line, e->section, e->key,
+                "[engine.%s] is a grid of %zu points: name one of them (e.g. %s)", e->value,
+                num_points, f->engines[first].id);
+  return fail(c, e->line, e->section, e->key, "no [engine.%s] in this file", e->value);
 }
 
 static bool read_sweep_key(const Ctx *c, SweepFile *f, const Entry *e) {
@@ -272,6 +279,28 @@ static bool read_slurm_key(const Ctx *c, SweepSlurm *s, const Entry *e) {
   return read_slurm_option(c, e, e->key, &s->options, &s->num_options);
 }
 
+// A grid axis: KEY = V1, V2, ... (one value is an axis of one).
+static bool read_axis(const Ctx *c, const Entry *e, const char *flag, SweepAxis **axes,
+                      size_t *num_axes) {
+  bool ok = *flag != '\0' && *flag != '-';
+  for (const char *p = flag; *p; p++)
+    ok &= islower((unsigned char)*p) || isdigit((unsigned char)*p) || strchr("-_", *p);
+  if (!ok)
+    return fail(c, e->line, e->section, e->key,
+                "'%s' is not a flag name (a-z, 0-9, '-' and '_', without the leading --)", flag);
+  SweepAxis axis = {.flag = xstrdup(flag), .line = e->line};
+  if (!sweep_grid_split(&axis, e->value)) {
+    for (size_t i = 0; i < axis.num_values; i++) free(axis.values[i]);
+    free(axis.values);
+    free(axis.flag);
+    return fail(c, e->line, e->section, e->key,
+                "'%s' has an empty value: list values separated by commas (a, b, c)", e->value);
+  }
+  *axes = xrealloc(*axes, (*num_axes + 1) * sizeof **axes);
+  (*axes)[(*num_axes)++] = axis;
+  return true;
+}
+
 static bool read_engine_key(const Ctx *c, SweepFile *f, SweepEngine *en, const Entry *e,
                             bool *has_command, bool *has_args) {
   if (strcmp(e->key, "label") == 0) {
@@ -297,6 +326,7 @@ static bool read_engine_key(const Ctx *c, SweepFile *f, SweepEngine *en, const E
   }
   if (strncmp(e->key, "slurm.", 6) == 0)
     return read_slurm_option(c, e, e->key + 6, &en->slurm, &en->num_slurm);
+  if (strncmp(e->key, "args.", 5) == 0) return read_axis(c, e, e->key + 5, &en->axes, &en->num_axes);
   if (strncmp(e->key, "env.", 4) == 0) {
     const char *name = e->key + 4;
     bool ok = *name && !isdigit((unsigned char)*name);
@@ -315,21 +345,34 @@ static bool read_engine_key(const Ctx *c, SweepFile *f, SweepEngine *en, const E
     bool ok = num_ids > 0;
     if (!ok) fail(c, e->line, e->section, e->key, "list at least one workload id");
     for (size_t i = 0; i < f->num_workloads; i++) en->runs[i] = false;
-    for (size_t i = 0; i < num_ids; i++) {
-      SweepWorkload *w = find_workload(f, ids[i]);
-      if (w) en->runs[w - f->workloads] = true;
-      else if (ok) ok = fail(c, e->line, e->section, e->key, "no [workload.%s] in this file", ids[i]);
+    for (size_t i = 0; i < num_ids; i++) {  // a grid's id names all its points
+      bool found = false;
+      for (size_t j = 0; j < f->num_workloads; j++)
+        if (sweep_grid_matches(ids[i], f->workloads[j].id, &f->workloads[j].grid))
+          en->runs[j] = found = true;
+      if (!found && ok)
+        ok = fail(c, e->line, e->section, e->key, "no [workload.%s] in this file", ids[i]);
     }
     sweep_argv_free_n(ids, num_ids);
     return ok;
   }
   return fail(c, e->line, e->section, e->key,
-              "unknown key: use label, gpus, ready_timeout, model, args, command, env.NAME, "
-              "slurm.OPTION or workloads");
+              "unknown key: use label, gpus, ready_timeout, model, args, args.FLAG, command, "
+              "env.NAME, slurm.OPTION or workloads");
+}
+
+// Flags whose one value may hold commas: never a grid.
+static bool comma_valued(const char *flag) {
+  static const char *const flags[] = {"percentile-metrics", "metric-percentiles", "goodput",
+                                      "metadata", "extra-body", "header", "dataset-path"};
+  for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
+    if (strcmp(flag, flags[i]) == 0) return true;
+  return false;
 }
 
 // Workload keys become bench flags: KEY = true -> --KEY, false -> nothing, goodput/metadata ->
-// --KEY and one argument per word, anything else -> --KEY=VALUE.
+// --KEY and one argument per word, KEY = V1, V2 -> a grid axis (sweep_grid.h), anything else
+// -> --KEY=VALUE.
 static bool read_workload_key(const Ctx *c, SweepWorkload *w, const Entry *e) {
   static const char *const owned[] = {"base-url", "host", "port", "save-result", "append-result",
                                       "result-dir", "result-filename"};
@@ -346,6 +389,7 @@ static bool read_workload_key(const Ctx *c, SweepWorkload *w, const Entry *e) {
     if (strcmp(flag, owned[i]) == 0)
       return fail(c, e->line, e->section, e->key, "the sweep sets --%s itself; remove the key", flag);
   if (strcmp(e->value, "false") == 0) return true;
+  if (strchr(e->value, ',') && !comma_valued(flag)) return read_axis(c, e, flag, &w->axes, &w->num_axes);
   Buf arg = {0};
   buf_printf(&arg, "--%s", flag);
   char **words = NULL;
@@ -382,7 +426,7 @@ static const Entry *entry_named_in(const Reader *r, const char *section, const c
 // Each workload's flags must satisfy `bench` itself: the same checks, the same messages.
 static bool check_workload(const Ctx *c, const Reader *r, SweepWorkload *w) {
   char section[128], msg[512];
-  snprintf(section, sizeof section, "workload.%s", w->id);
+  snprintf(section, sizeof section, "workload.%s", w->grid.base ? w->grid.base : w->id);
   BenchOptions o;
   bool ok = bench_options_parse(&o, w->num_args, w->args, msg, sizeof msg);
   if (ok) {
@@ -420,12 +464,49 @@ static const Entry *earlier_twin(const Reader *r, size_t i) {
   return NULL;
 }
 
+// Reads the entries of one kind: 0 workloads, 1 engines and [slurm], 2 [sweep] and comparisons.
+static bool read_pass(const Ctx *c, SweepFile *f, const Reader *r, int pass, bool *has_command,
+                      bool *has_args) {
+  for (size_t i = 0; i < r->num_entries; i++) {
+    const Entry *e = &r->entries[i];
+    const char *id = strchr(e->section, '.') ? strchr(e->section, '.') + 1 : "";
+    bool is_workload = strncmp(e->section, "workload.", 9) == 0;
+    bool is_engine = strncmp(e->section, "engine.", 7) == 0;
+    bool is_slurm = strcmp(e->section, "slurm") == 0;
+    if ((is_workload ? 0 : is_engine || is_slurm ? 1 : 2) != pass) continue;
+    const Entry *twin = earlier_twin(r, i);
+    if (twin && !(is_workload && (strcmp(e->key, "goodput") == 0 || strcmp(e->key, "metadata") == 0)))
+      return fail(c, e->line, e->section, e->key, "given twice (first on line %d)", twin->line);
+    bool ok;
+    if (strcmp(e->section, "sweep") == 0) ok = read_sweep_key(c, f, e);
+    else if (is_slurm) ok = read_slurm_key(c, &f->slurm, e);
+    else if (is_workload) ok = read_workload_key(c, find_workload(f, id), e);
+    else if (is_engine) {
+      SweepEngine *en = find_engine(f, id);
+      size_t k = (size_t)(en - f->engines);
+      ok = read_engine_key(c, f, en, e, &has_command[k], &has_args[k]);
+    } else ok = read_compare_key(c, f, find_comparison(f, id), e);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// A grid expansion's failure, with the file's name in front.
+static bool grid_failed(const Ctx *c) {
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", c->err);
+  snprintf(c->err, c->err_size, "%s: %s", c->path, msg);
+  return false;
+}
+
 static bool read_entries(const Ctx *c, SweepFile *f, const Reader *r) {
   for (size_t i = 0; i < f->num_workloads; i++) {  // workload keys first: engines refer to them
     SweepWorkload *w = &f->workloads[i];
     w->args = xmalloc(sizeof *w->args);
     w->args[w->num_args++] = xstrdup("bench");
   }
+  if (!read_pass(c, f, r, 0, NULL, NULL)) return false;
+  if (!sweep_grid_expand_workloads(f, c->err, c->err_size)) return grid_failed(c);
   for (size_t i = 0; i < f->num_engines; i++) {
     f->engines[i].runs = xmalloc((f->num_workloads + 1) * sizeof *f->engines[i].runs);
     for (size_t j = 0; j < f->num_workloads; j++) f->engines[i].runs[j] = true;
@@ -433,26 +514,7 @@ static bool read_entries(const Ctx *c, SweepFile *f, const Reader *r) {
   bool has_command[f->num_engines + 1], has_args[f->num_engines + 1];
   memset(has_command, 0, sizeof has_command);
   memset(has_args, 0, sizeof has_args);
-  for (int pass = 0; pass < 2; pass++)
-    for (size_t i = 0; i < r->num_entries; i++) {
-      const Entry *e = &r->entries[i];
-      const char *id = strchr(e->section, '.') ? strchr(e->section, '.') + 1 : "";
-      bool is_workload = strncmp(e->section, "workload.", 9) == 0;
-      if (is_workload != (pass == 0)) continue;
-      const Entry *twin = earlier_twin(r, i);
-      if (twin && !(is_workload && (strcmp(e->key, "goodput") == 0 || strcmp(e->key, "metadata") == 0)))
-        return fail(c, e->line, e->section, e->key, "given twice (first on line %d)", twin->line);
-      bool ok;
-      if (strcmp(e->section, "sweep") == 0) ok = read_sweep_key(c, f, e);
-      else if (strcmp(e->section, "slurm") == 0) ok = read_slurm_key(c, &f->slurm, e);
-      else if (is_workload) ok = read_workload_key(c, find_workload(f, id), e);
-      else if (strncmp(e->section, "engine.", 7) == 0) {
-        SweepEngine *en = find_engine(f, id);
-        size_t k = (size_t)(en - f->engines);
-        ok = read_engine_key(c, f, en, e, &has_command[k], &has_args[k]);
-      } else ok = read_compare_key(c, f, find_comparison(f, id), e);
-      if (!ok) return false;
-    }
+  if (!read_pass(c, f, r, 1, has_command, has_args)) return false;
   for (size_t i = 0; i < f->num_engines; i++) {
     SweepEngine *en = &f->engines[i];
     char section[128];
@@ -462,8 +524,11 @@ static bool read_entries(const Ctx *c, SweepFile *f, const Reader *r) {
                   "give either command (an external server) or model (the built-in engine)");
     if (has_args[i] && has_command[i])
       return fail(c, en->line, section, "args", "args go with model; put them in the command");
-    if (!en->label) en->label = xstrdup(en->id);
   }
+  if (!sweep_grid_expand_engines(f, c->err, c->err_size)) return grid_failed(c);
+  for (size_t i = 0; i < f->num_engines; i++)
+    if (!f->engines[i].label) f->engines[i].label = xstrdup(f->engines[i].id);
+  if (!read_pass(c, f, r, 2, NULL, NULL)) return false;
   for (size_t i = 0; i < f->num_workloads; i++) {
     if (!check_workload(c, r, &f->workloads[i])) return false;
     if (!f->workloads[i].label) f->workloads[i].label = xstrdup(f->workloads[i].id);
@@ -543,24 +608,30 @@ static void slurm_options_free(SweepSlurmOption *options, size_t n) {
   free(options);
 }
 
+void sweep_engine_free(SweepEngine *e) {
+  free(e->id);
+  free(e->label);
+  free(e->model);
+  sweep_argv_free_n(e->words, e->num_words);
+  sweep_argv_free_n(e->env, e->num_env);
+  free(e->runs);
+  slurm_options_free(e->slurm, e->num_slurm);
+  sweep_axes_free(e->axes, e->num_axes);
+  sweep_grid_origin_free(&e->grid);
+}
+
+void sweep_workload_free(SweepWorkload *w) {
+  free(w->id);
+  free(w->label);
+  free(w->dataset_name);
+  sweep_argv_free_n(w->args, (size_t)w->num_args);
+  sweep_axes_free(w->axes, w->num_axes);
+  sweep_grid_origin_free(&w->grid);
+}
+
 void sweep_file_free(SweepFile *f) {
-  for (size_t i = 0; i < f->num_engines; i++) {
-    SweepEngine *e = &f->engines[i];
-    free(e->id);
-    free(e->label);
-    free(e->model);
-    sweep_argv_free_n(e->words, e->num_words);
-    sweep_argv_free_n(e->env, e->num_env);
-    free(e->runs);
-    slurm_options_free(e->slurm, e->num_slurm);
-  }
-  for (size_t i = 0; i < f->num_workloads; i++) {
-    SweepWorkload *w = &f->workloads[i];
-    free(w->id);
-    free(w->label);
-    free(w->dataset_name);
-    sweep_argv_free_n(w->args, (size_t)w->num_args);
-  }
+  for (size_t i = 0; i < f->num_engines; i++) sweep_engine_free(&f->engines[i]);
+  for (size_t i = 0; i < f->num_workloads; i++) sweep_workload_free(&f->workloads[i]);
   for (size_t i = 0; i < f->num_comparisons; i++) {
     free(f->comparisons[i].id);
     free(f->comparisons[i].label);

@@ -8,9 +8,11 @@
 //   [engine.ID]      label, gpus (1), ready_timeout (600 s), workloads (ids; default all),
 //                    env.NAME = value (added to the environment, no shell), and either
 //                    model + args (the built-in gptoss-engine: `serve MODEL --port {port} ARGS`)
-//                    or command (an external server; must contain {port})
+//                    or command (an external server; must contain {port}); args.FLAG = V1, V2
+//                    (--FLAG V appended; a list makes the engine a grid, sweep_grid.h)
 //   [workload.ID]    label; every other key is a `gptoss-bench bench` flag without "--"
-//                    (KEY = true for a switch); host, port, base-url and result flags are the sweep's
+//                    (KEY = true for a switch; KEY = V1, V2 a grid); host, port, base-url and
+//                    result flags are the sweep's
 //   [compare.ID]     label, base, candidate (engine ids), per_gpu (false)
 //   [slurm]          for `sweep --slurm`: max_jobs (0: no limit), poll_interval (5 s), gres
 //                    (gpu: --gres=gpu:N for an engine of N gpus; none; or a literal GRES), and
@@ -30,8 +32,22 @@ typedef struct {
   char *key, *value;
 } SweepSlurmOption;
 
+// One grid axis: a flag and its values, in the file's order (one value: no grid, just a flag).
 typedef struct {
-  char *id;                  // from [engine.ID]
+  char *flag;                // without "--", e.g. "max-num-batched-tokens"
+  char **values;             // [num_values] "2048", "true", "false", "inf", ...
+  size_t num_values;
+  int line;
+} SweepAxis;
+
+// Where a grid point came from: the section's id and "FLAG=VALUE" per axis of 2+ values.
+typedef struct {
+  char *base;                // NULL: not a grid point
+  char *point;               // "max-num-batched-tokens=2048, async-scheduling=true"
+} SweepGridOrigin;
+
+typedef struct {
+  char *id;                  // from [engine.ID]; a grid point's: ID.FLAG-VALUE...
   char *label;               // default: the id
   int line;                  // of the section's first key
   int gpus;                  // for per-GPU figures
@@ -44,6 +60,9 @@ typedef struct {
   bool *runs;                // [num_workloads of the file] which workloads this engine runs
   SweepSlurmOption *slurm;   // [num_slurm] its sbatch options, over [slurm]'s
   size_t num_slurm;
+  SweepAxis *axes;           // [num_axes] its args.FLAG keys (expanded: one value each)
+  size_t num_axes;
+  SweepGridOrigin grid;
 } SweepEngine;
 
 typedef struct {
@@ -53,6 +72,9 @@ typedef struct {
   char *dataset_name;        // random | sharegpt (bench's default: random)
   char **args;               // [num_args] "bench" then the flags; bench_options_parse reads it
   int num_args;
+  SweepAxis *axes;           // [num_axes] its keys with a list of values (expanded: none)
+  size_t num_axes;
+  SweepGridOrigin grid;
 } SweepWorkload;
 
 typedef struct {
@@ -95,6 +117,9 @@ bool sweep_file_load(SweepFile *f, const char *path, char *err, size_t err_size)
 // The same for text already in memory (path only names it in errors).
 bool sweep_file_parse(SweepFile *f, const char *path, const char *text, char *err, size_t err_size);
 void sweep_file_free(SweepFile *f);
+// One section's memory (sweep_file_free calls these; so does the grid expansion).
+void sweep_engine_free(SweepEngine *e);
+void sweep_workload_free(SweepWorkload *w);
 
 // s with every "{port}" replaced by port (malloc'd); port < 0 leaves "{port}" in place.
 char *sweep_subst_port(const char *s, int port);

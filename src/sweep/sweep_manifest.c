@@ -101,6 +101,11 @@ static json_t *engine_ref(const SweepFile *f, long i) {
   return i < 0 ? json_null() : json_string(f->engines[i].id);
 }
 
+// {"base": ID, "point": "FLAG=VALUE, ..."} for a grid point, else null.
+static json_t *grid_json(const SweepGridOrigin *g) {
+  return g->base ? json_pack("{s:s, s:s}", "base", g->base, "point", g->point) : json_null();
+}
+
 static json_t *engines_json(const SweepManifest *m) {
   json_t *engines = json_array();
   for (size_t i = 0; i < m->f->num_engines; i++) {
@@ -111,6 +116,12 @@ static json_t *engines_json(const SweepManifest *m) {
                   "gpus", e->gpus, "kind", e->model ? "builtin" : "command", "command",
                   st->command, "pid", st->pid ? json_integer(st->pid) : json_null(), "status",
                   st->status, "error", st->error ? json_string(st->error) : json_null());
+    json_t *workloads = json_array();
+    for (size_t w = 0; w < m->f->num_workloads; w++)
+      if (e->runs[w]) json_array_append_new(workloads, json_string(m->f->workloads[w].id));
+    json_object_set_new(engine, "workloads", workloads);
+    json_object_set_new(engine, "grid", grid_json(&e->grid));
+    if (st->results) json_object_set(engine, "results", st->results);
     const SweepSlurmJob *job = st->slurm;
     if (job)
       json_object_set_new(engine, "slurm",
@@ -148,13 +159,15 @@ static json_t *manifest_json(const SweepManifest *m) {
                         "sweep_text", f->text.data ? f->text.data : "", "started", m->started,
                         "finished", m->finished ? json_string(finished) : json_null(),
                         "interrupted", m->interrupted);
+  if (m->resumed) json_object_set(j, "resumed", m->resumed);
   json_object_update(j, m->host_info);
   json_t *workloads = json_array();
   for (size_t i = 0; i < f->num_workloads; i++)
     json_array_append_new(workloads,
-                          json_pack("{s:s, s:s, s:s}", "id", f->workloads[i].id, "label",
+                          json_pack("{s:s, s:s, s:s, s:o}", "id", f->workloads[i].id, "label",
                                     f->workloads[i].label, "dataset_name",
-                                    f->workloads[i].dataset_name));
+                                    f->workloads[i].dataset_name, "grid",
+                                    grid_json(&f->workloads[i].grid)));
   json_t *comparisons = json_array();
   for (size_t i = 0; i < f->num_comparisons; i++) {
     const SweepComparison *c = &f->comparisons[i];

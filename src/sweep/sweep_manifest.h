@@ -21,11 +21,14 @@ typedef struct {
 } SweepSlurmJob;
 
 typedef struct {
-  const char *status;  // skipped | pending (Slurm) | running | ok | failed | interrupted
+  const char *status;  // skipped (not selected) | pending (not reached yet; Slurm: queued) |
+                       // running | ok | failed | interrupted
   char *error;         // the failure, with the engine's last error line; NULL when none
   char *command;       // its argv joined with blanks (for display; it never goes to a shell)
   long pid;            // also its process group; 0 while never started
   SweepSlurmJob *slurm;  // NULL in a local sweep
+  json_t *results;     // the result files written, by name in the engine's folder
+                       // ("sharegpt.r2.json"): what `sweep --resume` skips; NULL: not recorded
 } SweepEngineState;
 
 typedef struct {
@@ -34,6 +37,7 @@ typedef struct {
   const char *run_dir;
   const char *path;     // where the manifest goes; NULL: run_dir/manifest.json
   char started[32];     // UTC, ISO 8601
+  json_t *resumed;      // [UTC times] each `sweep --resume` of the run; NULL: never resumed
   json_t *host_info;    // sweep_host_info()
   const SweepEngineState *engines;  // [f->num_engines]
   bool interrupted, finished;

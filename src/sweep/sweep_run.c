@@ -68,6 +68,7 @@ typedef struct {
   int64_t start_ns, pair_ns;    // when the sweep started; time spent in workloads so far
   size_t num_pairs_done;        // workload runs done
   size_t num_pairs_left;        // workload runs still to do (failed engines' are dropped)
+  int resume_count;             // 0, or how many times the run has been resumed (this one too)
 } Sweep;
 
 static bool write_manifest(Sweep *s, char *err, size_t err_size) {
@@ -125,13 +126,34 @@ __attribute__((format(printf, 2, 3))) static void set_failed(SweepEngineState *s
   fprintf(stderr, "sweep: failed: %s\n", text);
 }
 
-static void result_path(const Sweep *s, const SweepEngine *e, const SweepWorkload *w,
-                        const Position *at, int rep, char *out, size_t out_size) {
-  if (s->f->repeat * s->f->rounds > 1)
-    snprintf(out, out_size, "%s/%s/%s.r%d.json", s->run_dir, e->id, w->id,
-             run_index(s->f, at, rep));
+// The result file's name in the engine's folder: <workload>[.rK].json.
+static void result_name(const SweepFile *f, const SweepWorkload *w, int round, int rep, char *out,
+                        size_t out_size) {
+  if (f->repeat * f->rounds > 1)
+    snprintf(out, out_size, "%s.r%d.json", w->id, run_index(f, &(Position){.round = round}, rep));
   else
-    snprintf(out, out_size, "%s/%s/%s.json", s->run_dir, e->id, w->id);
+    snprintf(out, out_size, "%s.json", w->id);
+}
+
+// Whether the engine's folder already holds that result (a resumed run's finished point).
+static bool result_done(const SweepEngineState *st, const char *name) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(st->results, i, v) if (strcmp(json_string_value(v), name) == 0) return true;
+  return false;
+}
+
+// Workload runs of engine e in a round that are still to do.
+static size_t runs_to_do(const Sweep *s, size_t ei, int round) {
+  const SweepFile *f = s->f;
+  size_t n = 0;
+  for (size_t w = 0; w < f->num_workloads; w++)
+    for (int rep = 1; f->engines[ei].runs[w] && rep <= f->repeat; rep++) {
+      char name[600];
+      result_name(f, &f->workloads[w], round, rep, name, sizeof name);
+      n += !result_done(&s->engines[ei], name);
+    }
+  return n;
 }
 
 // One workload run into path; false when the load generator failed (err says why).
@@ -171,10 +193,17 @@ static void run_workloads(Sweep *s, const SweepEngine *e, EngineProcess *p, Posi
     if (!e->runs[wi]) continue;
     at->workload++;
     for (int rep = 1; rep <= f->repeat && !g_interrupted; rep++) {
-      char path[1400], err[1024];
-      result_path(s, e, w, at, rep, path, sizeof path);
+      char name[600], path[1700], err[1024];
+      result_name(f, w, at->round, rep, name, sizeof name);
+      if (result_done(st, name)) continue;
+      snprintf(path, sizeof path, "%s/%s/%s", s->run_dir, e->id, name);
       progress(s, at, e, w, rep);
       bool ok = run_workload(s, e, w, p->port, path, err, sizeof err);
+      if (!g_interrupted && access(path, F_OK) == 0) {  // recorded at once, for --resume
+        json_array_append_new(st->results, json_string(name));
+        char merr[1024];
+        if (!write_manifest(s, merr, sizeof merr)) fprintf(stderr, "sweep: warning: %s\n", merr);
+      }
       if (g_interrupted) {
         unlink(path);  // cut short: not a result
       } else if (!eproc_alive(p)) {  // it measured a dying engine: not a result either
@@ -192,11 +221,15 @@ static void run_workloads(Sweep *s, const SweepEngine *e, EngineProcess *p, Posi
   }
 }
 
-// Workload runs of engine e in one round.
-static size_t runs_per_round(const SweepFile *f, const SweepEngine *e) {
-  size_t n = 0;
-  for (size_t i = 0; i < f->num_workloads; i++) n += e->runs[i] * (size_t)f->repeat;
-  return n;
+// engine[.roundR][.resumeK].log: each start of the engine has a log of its own.
+static void engine_log_path(const Sweep *s, const char *dir, int round, char *out,
+                            size_t out_size) {
+  Buf name = {0};
+  buf_printf(&name, "%s/engine", dir);
+  if (round > 1) buf_printf(&name, ".round%d", round);
+  if (s->resume_count) buf_printf(&name, ".resume%d", s->resume_count);
+  snprintf(out, out_size, "%s.log", name.data);
+  buf_free(&name);
 }
 
 static void run_engine(Sweep *s, size_t ei, Position *at) {
@@ -204,14 +237,13 @@ static void run_engine(Sweep *s, size_t ei, Position *at) {
   const SweepEngine *e = &f->engines[ei];
   SweepEngineState *st = &s->engines[ei];
   char dir[1200], log_path[1300], err[2048];
-  size_t num_runs = runs_per_round(f, e);
+  size_t num_runs = runs_to_do(s, ei, at->round);
   size_t left_before = s->num_pairs_left;
   at->workload = 0;
   at->num_workloads = 0;
   for (size_t i = 0; i < f->num_workloads; i++) at->num_workloads += e->runs[i];
   snprintf(dir, sizeof dir, "%s/%s", s->run_dir, e->id);
-  if (at->round == 1) snprintf(log_path, sizeof log_path, "%s/engine.log", dir);
-  else snprintf(log_path, sizeof log_path, "%s/engine.round%d.log", dir, at->round);
+  engine_log_path(s, dir, at->round, log_path, sizeof log_path);
   int port = f->base_port ? f->base_port : eproc_free_port();
   char **argv = sweep_engine_argv(e, s->o->engine_bin, port);
   free(st->command);
@@ -303,6 +335,62 @@ static bool use_run_dir(Sweep *s, char *manifest_path, size_t path_size, char *e
   return true;
 }
 
+// A status the manifest recorded, as one of the literals the sweep uses.
+static const char *known_status(const char *status) {
+  static const char *const known[] = {"ok", "failed", "interrupted", "running", "pending"};
+  for (size_t i = 0; status && i < sizeof known / sizeof *known; i++)
+    if (strcmp(status, known[i]) == 0) return known[i];
+  return "skipped";
+}
+
+// Engine i's state in the run being resumed: its failure (it stays failed), its status when it
+// is not selected now, and the result files it wrote that are still there.
+static void resume_engine(Sweep *s, size_t i) {
+  const SweepFile *f = s->f;
+  const SweepEngine *e = &f->engines[i];
+  SweepEngineState *st = &s->engines[i];
+  size_t k;
+  json_t *item, *old = NULL;
+  json_array_foreach(json_object_get(s->o->resume_manifest, "engines"), k, item) {
+    const char *id = json_string_value(json_object_get(item, "id"));
+    if (id && strcmp(id, e->id) == 0) old = item;
+  }
+  if (!old) return;
+  const char *status = known_status(json_string_value(json_object_get(old, "status")));
+  const char *error = json_string_value(json_object_get(old, "error"));
+  if (!s->o->selected[i] || strcmp(status, "failed") == 0) st->status = status;
+  if (strcmp(status, "failed") == 0 && error) st->error = xstrdup(error);
+  json_t *listed = json_object_get(old, "results");
+  for (int round = 1; round <= f->rounds; round++)
+    for (size_t w = 0; w < f->num_workloads; w++)
+      for (int rep = 1; e->runs[w] && rep <= f->repeat; rep++) {
+        char name[600], path[1700];
+        result_name(f, &f->workloads[w], round, rep, name, sizeof name);
+        bool is_listed = !json_is_array(listed);  // a manifest from before "results": the files
+        json_array_foreach(listed, k, item) is_listed |=
+            json_is_string(item) && strcmp(json_string_value(item), name) == 0;
+        snprintf(path, sizeof path, "%s/%s/%s", s->run_dir, e->id, name);
+        if (is_listed && access(path, F_OK) == 0)
+          json_array_append_new(st->results, json_string(name));
+      }
+}
+
+// The run folder and the manifest's name, start and resume times of `--resume RUN`.
+static void resume_run(Sweep *s, const char **name) {
+  const json_t *m = s->o->resume_manifest;
+  snprintf(s->run_dir, sizeof s->run_dir, "%s", s->o->resume);
+  const char *old_name = json_string_value(json_object_get(m, "name"));
+  const char *started = json_string_value(json_object_get(m, "started"));
+  if (old_name) *name = old_name;
+  if (started) snprintf(s->manifest.started, sizeof s->manifest.started, "%s", started);
+  json_t *resumed = json_object_get(m, "resumed");
+  s->manifest.resumed = json_is_array(resumed) ? json_deep_copy(resumed) : json_array();
+  char now[32];
+  sweep_utc_now(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ");
+  json_array_append_new(s->manifest.resumed, json_string(now));
+  s->resume_count = (int)json_array_size(s->manifest.resumed);
+}
+
 static void print_outcome(const Sweep *s) {
   char elapsed[32];
   format_duration(clock_now_ns() - s->start_ns, elapsed, sizeof elapsed);
@@ -314,27 +402,33 @@ SweepOutcome sweep_run(const SweepFile *f, const SweepRunOptions *o, char *run_d
   Sweep s = {.f = f, .o = o, .start_ns = clock_now_ns()};
   const char *name = o->name ? o->name : f->name;
   char manifest_path[1300] = "";
-  if (o->into ? !use_run_dir(&s, manifest_path, sizeof manifest_path, err, err_size)
-              : !sweep_make_run_dir(o->results_dir, name, s.run_dir, sizeof s.run_dir, err,
-                                    err_size))
+  if (o->resume) resume_run(&s, &name);
+  else if (o->into ? !use_run_dir(&s, manifest_path, sizeof manifest_path, err, err_size)
+                   : !sweep_make_run_dir(o->results_dir, name, s.run_dir, sizeof s.run_dir, err,
+                                         err_size))
     return SWEEP_ERROR;
   snprintf(run_dir, run_dir_size, "%s", s.run_dir);
   Tokenizer tok;
   if (!tok_init(&tok, TOK_O200K_HARMONY, NULL, err, err_size)) return SWEEP_ERROR;
   s.tok = &tok;
   s.engines = xcalloc(f->num_engines, sizeof *s.engines);
+  SweepManifest resumed = s.manifest;  // resume_run's start time and resume times
   s.manifest = (SweepManifest){.f = f, .name = name, .run_dir = s.run_dir,
                                .path = o->into ? manifest_path : NULL,
-                               .host_info = sweep_host_info(), .engines = s.engines};
-  sweep_utc_now(s.manifest.started, sizeof s.manifest.started, "%Y-%m-%dT%H:%M:%SZ");
+                               .host_info = sweep_host_info(), .engines = s.engines,
+                               .resumed = resumed.resumed};
+  if (o->resume) memcpy(s.manifest.started, resumed.started, sizeof s.manifest.started);
+  else sweep_utc_now(s.manifest.started, sizeof s.manifest.started, "%Y-%m-%dT%H:%M:%SZ");
   Position at = {0};
   for (size_t i = 0; i < f->num_engines; i++) {
     s.engines[i].status = "skipped";
     s.engines[i].command = sweep_engine_command(&f->engines[i], o->engine_bin, -1);
+    s.engines[i].results = json_array();
+    if (o->selected[i]) s.engines[i].status = "pending";  // until reached
+    if (o->resume_manifest) resume_engine(&s, i);
     if (!o->selected[i]) continue;
     at.num_configs++;
-    for (size_t j = 0; j < f->num_workloads; j++)
-      s.num_pairs_left += f->engines[i].runs[j] * (size_t)f->repeat * (size_t)f->rounds;
+    for (int round = 1; round <= f->rounds; round++) s.num_pairs_left += runs_to_do(&s, i, round);
   }
 
   struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term, old_alrm;
@@ -351,8 +445,13 @@ SweepOutcome sweep_run(const SweepFile *f, const SweepRunOptions *o, char *run_d
     for (size_t i = 0; ok && i < f->num_engines && !g_interrupted; i++) {
       if (!o->selected[i]) continue;
       at.config++;
+      size_t to_do = runs_to_do(&s, i, at.round);
       if (strcmp(s.engines[i].status, "failed") == 0) {  // in an earlier round: not again
-        s.num_pairs_left -= runs_per_round(f, &f->engines[i]);
+        s.num_pairs_left -= to_do;
+        continue;
+      }
+      if (to_do == 0) {  // a resumed run's finished points
+        s.engines[i].status = "ok";
         continue;
       }
       run_engine(&s, i, &at);
@@ -371,9 +470,11 @@ SweepOutcome sweep_run(const SweepFile *f, const SweepRunOptions *o, char *run_d
   for (size_t i = 0; i < f->num_engines; i++) {
     free(s.engines[i].error);
     free(s.engines[i].command);
+    json_decref(s.engines[i].results);
   }
   free(s.engines);
   json_decref(s.manifest.host_info);
+  json_decref(s.manifest.resumed);
   tok_free(&tok);
   if (!ok) return SWEEP_ERROR;
   return interrupted ? SWEEP_INTERRUPTED : SWEEP_DONE;

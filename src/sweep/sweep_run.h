@@ -6,6 +6,7 @@
 #ifndef GB_SWEEP_SWEEP_RUN_H
 #define GB_SWEEP_SWEEP_RUN_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -19,6 +20,9 @@ typedef struct {
   const char *into;          // NULL, or an existing run folder to write into (a Slurm job's,
                              // `sweep --into RUN`): results as usual, the manifest in
                              // into/<engine>/manifest.json; exactly one engine selected
+  const char *resume;        // NULL, or an interrupted run folder to continue (`--resume RUN`)
+  const json_t *resume_manifest;  // and its manifest.json: the result files it lists are kept
+                             // and not run again; failed engines stay failed; the rest runs
 } SweepRunOptions;
 
 typedef enum { SWEEP_DONE, SWEEP_INTERRUPTED, SWEEP_ERROR } SweepOutcome;

@@ -145,8 +145,8 @@ run=$(ls -d "$tmp"/int/interrupt-*Z 2>/dev/null | head -1)
 tap_ok "Ctrl-C: exit status 130" [ "$rc" -eq 130 ]
 tap_ok "Ctrl-C: the finished workload's result is written" [ "$(jget "$run/mock/quick.json" 'o.completed')" = 8 ]
 tap_ok "Ctrl-C: the cut-short workload has no result (nor a temporary file)" [ "$(ls -A "$run/mock")" = "$(printf 'engine.log\nquick.json')" ]
-tap_ok "Ctrl-C: manifest interrupted, engine interrupted, the next skipped" \
-  [ "$(jget "$run/manifest.json" '[o.interrupted, o.engines[0].status, o.engines[1].status].join()')" = "true,interrupted,skipped" ]
+tap_ok "Ctrl-C: manifest interrupted, engine interrupted, the next pending" \
+  [ "$(jget "$run/manifest.json" '[o.interrupted, o.engines[0].status, o.engines[1].status].join()')" = "true,interrupted,pending" ]
 tap_ok "Ctrl-C: summary written" [ -s "$run/summary.md" ]
 tap_ok "Ctrl-C: the engine (pid from the manifest) is gone" gone "$eng_pid"
 tap_ok "Ctrl-C: no process of its group remains" group_empty "$eng_pid"

@@ -1,14 +1,17 @@
-// test_sweep_file.c: sweep files: the schema, defaults, {port} substitution, and that every
-// validation error names the file, the line and the key.
+// test_sweep_file.c: sweep files: the schema, defaults, {port} substitution, grids (expanded
+// points, their ids, labels, flags and workloads), and that every validation error names the
+// file, the line and the key.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sweep/sweep_file.h"
+#include "sweep/sweep_grid.h"
 
 static const char GOOD[] =
     "[sweep]\n"
@@ -122,6 +125,71 @@ static void test_defaults_and_port(void **state) {
 }
 
 // Each bad file must fail with an error that starts with want (file:line: [section] key:).
+static const char GRID[] =
+    "[engine.e]\n"
+    "label = ours\n"
+    "model = m\n"
+    "args = --x 1\n"
+    "args.max-num-batched-tokens = 2048, 8192\n"
+    "args.async-scheduling = false,true\n"
+    "args.block-size = 16\n"
+    "workloads = rates\n"
+    "[engine.v]\n"
+    "command = vllm serve m --port {port}\n"
+    "args.enforce-eager = true\n"
+    "[workload.rates]\n"
+    "request-rate = 1, inf\n"
+    "percentile-metrics = ttft,tpot\n"
+    "[workload.fixed]\n"
+    "num-prompts = 4\n"
+    "[sweep]\n"
+    "baseline = e.max-num-batched-tokens-2048.async-scheduling-false\n";
+
+static void assert_words(const SweepEngine *e, const char *want) {
+  char got[512] = "";
+  for (size_t i = 0; i < e->num_words; i++)
+    snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? " " : "", e->words[i]);
+  assert_string_equal(got, want);
+}
+
+// 2 x 2 engine points (the first axis slowest) and 2 workload points, named and labelled after
+// the axes of two values; one-value axes only add their flag.
+static void test_grid(void **state) {
+  (void)state;
+  SweepFile f;
+  char err[512] = "";
+  if (!sweep_file_parse(&f, "grid.ini", GRID, err, sizeof err)) fail_msg("%s", err);
+  assert_int_equal(f.num_engines, 5);
+  assert_string_equal(f.engines[0].id, "e.max-num-batched-tokens-2048.async-scheduling-false");
+  assert_string_equal(f.engines[1].id, "e.max-num-batched-tokens-2048.async-scheduling-true");
+  assert_string_equal(f.engines[2].id, "e.max-num-batched-tokens-8192.async-scheduling-false");
+  assert_string_equal(f.engines[3].id, "e.max-num-batched-tokens-8192.async-scheduling-true");
+  assert_string_equal(f.engines[1].label,
+                      "ours (max-num-batched-tokens=2048, async-scheduling=true)");
+  assert_string_equal(f.engines[1].grid.base, "e");
+  assert_string_equal(f.engines[1].grid.point, "max-num-batched-tokens=2048, async-scheduling=true");
+  assert_words(&f.engines[0], "--x 1 --max-num-batched-tokens 2048 --block-size 16");
+  assert_words(&f.engines[3],
+               "--x 1 --max-num-batched-tokens 8192 --async-scheduling --block-size 16");
+  assert_string_equal(f.engines[4].id, "v");  // no list: no grid, its id kept
+  assert_null(f.engines[4].grid.base);
+  assert_words(&f.engines[4], "vllm serve m --port {port} --enforce-eager");
+  assert_int_equal(f.baseline, 0);
+  assert_int_equal(f.num_workloads, 3);
+  assert_string_equal(f.workloads[0].id, "rates.request-rate-1");
+  assert_string_equal(f.workloads[1].id, "rates.request-rate-inf");
+  assert_string_equal(f.workloads[1].label, "rates (request-rate=inf)");
+  assert_string_equal(f.workloads[1].args[f.workloads[1].num_args - 1], "--request-rate=inf");
+  assert_string_equal(f.workloads[1].args[1], "--percentile-metrics=ttft,tpot");  // not a grid
+  assert_string_equal(f.workloads[2].id, "fixed");
+  for (size_t e = 0; e < 4; e++)  // workloads = rates: both points, not fixed
+    assert_true(f.engines[e].runs[0] && f.engines[e].runs[1] && !f.engines[e].runs[2]);
+  assert_true(f.engines[4].runs[0] && f.engines[4].runs[1] && f.engines[4].runs[2]);
+  assert_true(sweep_grid_matches("e", f.engines[2].id, &f.engines[2].grid));
+  assert_false(sweep_grid_matches("v", f.engines[2].id, &f.engines[2].grid));
+  sweep_file_free(&f);
+}
+
 static void expect_error(const char *text, const char *want) {
   SweepFile f;
   char err[512] = "";
@@ -157,6 +225,20 @@ static void test_errors(void **state) {
   expect_error(ENGINE WORKLOAD "[compare.c]\nbase = a\n", "bad.ini:6: [compare.c] candidate: missing");
   expect_error(ENGINE WORKLOAD "oops\n", "bad.ini:5: not INI syntax");
   expect_error(WORKLOAD, "bad.ini: no [engine.ID]");
+  expect_error(ENGINE "args.x = 1,,2\n" WORKLOAD,
+               "bad.ini:3: [engine.a] args.x: '1,,2' has an empty value");
+  expect_error(ENGINE "args.--x = 1\n" WORKLOAD, "bad.ini:3: [engine.a] args.--x: '--x' is not a flag");
+  expect_error(ENGINE "args.x = 1, 2\n" WORKLOAD "[sweep]\nbaseline = a\n",
+               "bad.ini:7: [sweep] baseline: [engine.a] is a grid of 2 points: name one of them "
+               "(e.g. a.x-1)");
+  expect_error(ENGINE WORKLOAD "request-rate = 4, -1\n",
+               "bad.ini:5: [workload.w] request-rate: --request-rate");
+  expect_error(ENGINE WORKLOAD "request-rate = 4,\n", "bad.ini:5: [workload.w] request-rate: '4,'");
+  expect_error(ENGINE "args.x = 1, 2\n[engine.a.x-1]\nmodel = m\n" WORKLOAD,
+               "bad.ini: [engine.a.x-1] is named twice once the grids are expanded");
+  expect_error(ENGINE "args.a = 0,1,2,3,4,5,6,7\nargs.b = 0,1,2,3,4,5,6,7\n"
+               "args.c = 0,1,2,3,4,5,6,7\nargs.d = 0,1,2,3,4,5,6,7\nargs.e = 0,1\n" WORKLOAD,
+               "bad.ini: [engine.a]: its grid has more than 4096 points");
   // [slurm] and slurm.KEY (sweep --slurm)
   expect_error(ENGINE "slurm.output = x.out\n" WORKLOAD,
                "bad.ini:3: [engine.a] slurm.output: the sweep sets sbatch's --output itself");
@@ -176,6 +258,7 @@ int main(void) {
       cmocka_unit_test(test_schema),
       cmocka_unit_test(test_defaults_and_port),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_grid),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
