@@ -154,9 +154,9 @@ static bool draws_error(const MockServer *s, uint64_t number) {
   return rng_double(&rng) < s->o.error_rate;
 }
 
-// The Nth, 2Nth, ... request to arrive ends its stream with an error event.
-static bool ends_with_error_event(const MockServer *s, uint64_t number) {
-  return s->o.error_event_every && (number + 1) % s->o.error_event_every == 0;
+// Whether request number (0-based, by arrival) is the Nth, 2Nth, ... (every 0: never).
+static bool every_nth(uint32_t every, uint64_t number) {
+  return every && (number + 1) % every == 0;
 }
 
 // The stream a request asks for: --output-len, else its max_tokens (chat: max_completion_tokens
@@ -208,7 +208,8 @@ static enum MHD_Result answer_completion(MockServer *s, MockRequest *r) {
     return http_reply_error(r->conn, (unsigned)s->o.error_status, "InternalServerError",
                             "mock-server: injected error", NULL);
   }
-  plan.error_event = ends_with_error_event(s, plan.number);
+  plan.error_event = every_nth(s->o.error_event_every, plan.number);
+  plan.unfinished = every_nth(s->o.unfinished_every, plan.number);
   mock_stream_init(&r->stream, &plan);
   struct MHD_Response *resp =
       MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, READ_BLOCK, read_stream, r, NULL);

@@ -23,6 +23,8 @@ typedef struct {
   uint32_t error_event_every;  // 0: never; else every Nth completion request's stream ends
                                // with an error event (llama-server's {"error": {...}})
   uint32_t error_event_after;  // ... once this many tokens were sent
+  uint32_t unfinished_every;   // 0: never; else every Nth stream ends cleanly without a
+                               // finish_reason or [DONE]
   uint64_t seed;               // picks which requests get errors (by arrival number)
   uint32_t num_threads;        // HTTP worker threads (each with its own epoll)
 } MockOptions;

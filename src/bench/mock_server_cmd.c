@@ -39,6 +39,8 @@ static const char USAGE[] =
     "  --error-event-every N  end every Nth request's stream with an error event inside the\n"
     "                         200 answer, as llama-server does: data: {\"error\": {...}}\n"
     "  --error-event-after N  tokens sent before that error event (default 2)\n"
+    "  --unfinished-every N   end every Nth stream cleanly but without a finish_reason,\n"
+    "                         usage or data: [DONE] (a server that gave up on it)\n"
     "  --seed N               which requests get errors (default 0)\n"
     "  --threads N            HTTP worker threads (default: number of CPUs)\n"
     "  --crash-after N        exit abruptly (status 1, an error line on stderr, open streams\n"
@@ -91,6 +93,7 @@ static MockOptions parse_options(int argc, char **argv, CrashOptions *crash) {
       {"cut-after", required_argument, 0, 'c'},   {"seed", required_argument, 0, 'S'},
       {"error-event-every", required_argument, 0, 'v'},
       {"error-event-after", required_argument, 0, 'a'},
+      {"unfinished-every", required_argument, 0, 'u'},
       {"threads", required_argument, 0, 'T'},     {"help", no_argument, 0, 'h'},
       {"crash-after", required_argument, 0, 'x'}, {"crash-after-sec", required_argument, 0, 'X'},
       {0, 0, 0, 0}};
@@ -113,6 +116,7 @@ static MockOptions parse_options(int argc, char **argv, CrashOptions *crash) {
       case 'c': o.cut_after = parse_int(flag, optarg, 0, INT64_MAX); break;
       case 'v': o.error_event_every = (uint32_t)parse_int(flag, optarg, 1, UINT32_MAX); break;
       case 'a': o.error_event_after = (uint32_t)parse_int(flag, optarg, 0, UINT32_MAX); break;
+      case 'u': o.unfinished_every = (uint32_t)parse_int(flag, optarg, 1, UINT32_MAX); break;
       case 'S': o.seed = (uint64_t)parse_int(flag, optarg, 0, INT64_MAX); break;
       case 'T': o.num_threads = (uint32_t)parse_int(flag, optarg, 1, 1024); break;
       case 'x': crash->after_requests = parse_int(flag, optarg, 0, INT64_MAX); break;

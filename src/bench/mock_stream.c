@@ -62,7 +62,7 @@ static void token_chunk(MockStream *m, Buf *out) {
     buf_append_str(out, WORDS[(p->number + m->tokens_sent + i) % NUM_WORDS]);
   m->tokens_sent += n;
   buf_printf(out, "\"%s,\"logprobs\":null,\"finish_reason\":%s}]", p->chat ? "}" : "",
-             m->tokens_sent == p->num_tokens ? "\"length\"" : "null");
+             m->tokens_sent == p->num_tokens && !p->unfinished ? "\"length\"" : "null");
   end_chunk(out);
 }
 
@@ -79,6 +79,10 @@ static void final_chunks(MockStream *m, Buf *out) {
   const MockStreamPlan *p = &m->plan;
   if (p->error_event) {  // the answer ended before the error's point: the error ends it
     error_event(m, out);
+    return;
+  }
+  if (p->unfinished) {  // the body just ends
+    m->phase = MOCK_DONE;
     return;
   }
   if (p->include_usage) {

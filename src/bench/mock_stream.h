@@ -1,7 +1,7 @@
 // mock_stream.h: what mock-server streams for one completions / chat request, and when: the
 // deterministic plan (first event at TTFT, then one event every ITL, tokens_per_event tokens
 // each, the usage chunk and "data: [DONE]" with the last one, or a cut after N tokens, or an
-// error event after N tokens) and the bytes of each event in OpenAI's chunk format, every data
+// error event after N tokens, or a clean end without finish_reason or [DONE]) and the bytes of each event in OpenAI's chunk format, every data
 // line preceded by a ": t=<ns>" send stamp. Knows nothing of sockets or threads.
 #ifndef GB_BENCH_MOCK_STREAM_H
 #define GB_BENCH_MOCK_STREAM_H
@@ -27,6 +27,8 @@ typedef struct {
   int64_t cut_after;       // < 0: never; else cut once this many tokens were sent
   bool error_event;        // end with llama-server's error event instead of usage and [DONE]
   uint32_t error_after;    // ... once this many tokens were sent (or at the end, if fewer)
+  bool unfinished;         // end the body cleanly after the last token, but with no
+                           // finish_reason, usage or [DONE] (a server that gave up)
   int64_t first_due_ns;    // when the first event is due (arrival + TTFT)
   int64_t itl_ns;          // between events
   const char *model_json;  // the model name as a JSON string, quotes included

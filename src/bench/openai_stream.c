@@ -1,8 +1,9 @@
 // openai_stream.c: SSE events -> RequestResult fields, following vLLM v0.10.2's
 // async_request_openai_completions / _chat_completions: which events move the clock, where the
 // text is, when a stream counts as failed (plus one rule of ours: a server's error event fails
-// the stream, where vLLM ignores it). Also reads mock-server's ": t=<ns>" send stamps to
-// measure the client's receive lag. Must not look at HTTP statuses or transport errors.
+// the stream, where vLLM ignores it, and so does one that ends without [DONE] or a
+// finish_reason). Also reads mock-server's ": t=<ns>" send stamps to measure the client's
+// receive lag. Must not look at HTTP statuses or transport errors.
 #include "bench/openai_stream.h"
 
 #include <cjson/cJSON.h>
@@ -26,6 +27,8 @@ void oai_stream_begin(OaiStream *s, EndpointType endpoint, RequestResult *out,
   out->num_itl = 0;
   s->last_ns = out->start_ns;
   s->got_choices = false;
+  s->got_end = false;
+  s->num_events = 0;
   sse_reset(&s->sse);
   buf_reserve(&s->text, expected_events * 4);  // about 4 bytes per token
   buf_clear(&s->text);
@@ -91,7 +94,11 @@ static void fail_with_error_event(OaiStream *s, const cJSON *error, const char *
 
 static bool handle_data(OaiStream *s, const char *data, size_t len, int64_t now_ns) {
   take_stamp(s, now_ns);
-  if (len == 6 && memcmp(data, "[DONE]", 6) == 0) return true;
+  s->num_events++;
+  if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
+    s->got_end = true;
+    return true;
+  }
   cJSON *root = json_scratch_parse(s->json, data, len);
   const cJSON *error = cJSON_IsObject(root) ? server_error_of(root) : NULL;
   if (error) {
@@ -115,6 +122,7 @@ static bool handle_data(OaiStream *s, const char *data, size_t len, int64_t now_
       add_itl(s, now_ns - s->last_ns);
     }
     const char *text = choice_text(s->endpoint, choices->child);
+    s->got_end |= cJSON_IsString(cJSON_GetObjectItemCaseSensitive(choices->child, "finish_reason"));
     if (text) buf_append_str(&s->text, text);
     s->last_ns = now_ns;
   } else {
@@ -168,6 +176,12 @@ void oai_stream_end(OaiStream *s, bool complete, int64_t now_ns) {
   } else if (s->endpoint == ENDPOINT_COMPLETIONS && !s->got_choices) {
     r->failure = FAILURE_STREAM;
     r->error = xstrdup(NO_CHUNK_ERROR);
+  } else if (!s->got_end) {  // cut short by the server, however cleanly it closed the body
+    Buf msg = {0};
+    buf_printf(&msg, "stream ended without [DONE] or a finish_reason after %zu events",
+               s->num_events);
+    r->failure = FAILURE_STREAM;
+    r->error = msg.data;
   } else {
     r->success = true;
     r->failure = FAILURE_NONE;

@@ -2,7 +2,8 @@
 // arrival times) into a RequestResult with vLLM v0.10.2's rules (spec/vllm-bench.md 3.3-3.4):
 // TTFT at the first event with a non-empty "choices", one ITL gap per later such event, E2EL
 // at the last such event (for chat, at the last event of any kind), output_tokens from the
-// usage chunk; and ours: an error event ({"error": ...} or "object": "error") fails the stream.
+// usage chunk; and ours: an error event ({"error": ...} or "object": "error") fails the stream,
+// and so does a stream that ends without [DONE] and without any finish_reason.
 // Knows nothing of sockets or HTTP statuses; allocates nothing per event once its buffers have
 // grown.
 #ifndef GB_BENCH_OPENAI_STREAM_H
@@ -26,6 +27,8 @@ typedef struct {
   size_t itl_cap;       // capacity of out->itl_ns
   int64_t last_ns;      // vLLM's most_recent_timestamp
   bool got_choices;     // an event with non-empty choices has arrived
+  bool got_end;         // [DONE] or a choice with a finish_reason has arrived
+  size_t num_events;    // data events read
   SseParser sse;
   JsonScratch *json;    // the reading thread's parse arena (shared by its streams)
   Buf text;             // generated text so far
@@ -48,8 +51,8 @@ bool oai_stream_feed(OaiStream *s, const char *bytes, size_t n, int64_t now_ns);
 
 // The body ended at now_ns (complete or not): reads a last unterminated event when complete,
 // then sets out->latency_ns and out->generated_text, and out->success / failure / error by the
-// stream rules alone (a malformed or error event fails it; else completions need at least one
-// choices event, chat always succeeds). The caller overrides them for transport failures and
+// stream rules alone (a malformed or error event fails it, so does an end without [DONE] or a
+// finish_reason; else completions need at least one choices event, chat always succeeds). The caller overrides them for transport failures and
 // HTTP statuses.
 void oai_stream_end(OaiStream *s, bool complete, int64_t now_ns);
 

@@ -104,6 +104,22 @@ event_counts() {
 tap_ok "error events: json completed 15, failed 5, failed_stream_error 5, 5 errors, 5 zero lengths" \
   [ "$(event_counts)" = "15 5 5 5 5" ]
 
+# Every 5th stream ends cleanly after its 8 tokens but with no finish_reason, usage or [DONE]
+# (a server that gave up on it): the 5th, 10th, ... of arrivals 2..21 fail, 4 of them.
+start_mock --ttft-ms 1 --itl-ms 1 --unfinished-every 5
+"$bin" bench --base-url "$url" --num-prompts 20 --random-input-len 8 --random-output-len 8 \
+  --max-concurrency 4 --save-result --save-detailed --result-dir "$tmp/res" \
+  --result-filename unfinished.json > "$tmp/unfinished.txt" 2> "$tmp/unfinished.err"
+tap_ok "no [DONE] nor finish_reason: 16 successful, 4 failed as stream errors" \
+  grep -qzE 'Successful requests: +16 +'$'\n''.*Failed requests: +4 +'$'\n''Failed \(stream error\): +4 +' "$tmp/unfinished.txt"
+unfinished_counts() {
+  node -e 'const o=JSON.parse(require("fs").readFileSync(process.argv[1]));
+           const e=o.errors.filter(x => x === "stream ended without [DONE] or a finish_reason after 8 events");
+           console.log(o.completed, o.failed_stream_error, e.length)' "$tmp/res/unfinished.json"
+}
+tap_ok "no [DONE] nor finish_reason: json completed 16, failed_stream_error 4, each error says why" \
+  [ "$(unfinished_counts)" = "16 4 4" ]
+
 start_mock --ttft-ms 1 --itl-ms 1 --error-event-every 1
 "$bin" bench --base-url "$url" --num-prompts 2 --random-input-len 8 --random-output-len 8 \
   --ready-check-timeout-sec 1 > /dev/null 2> "$tmp/events-ready.err"

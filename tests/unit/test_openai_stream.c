@@ -4,7 +4,8 @@
 // output_tokens from usage, the "never received a valid chunk" failure, malformed JSON, events
 // split across reads, the unterminated last event, server send stamps, reuse across requests;
 // and ours: a server's error event inside the 200 answer (llama-server's and vLLM's forms, split
-// anywhere) fails the request, so its tokens count nowhere.
+// anywhere) fails the request, so its tokens count nowhere; so does a stream that ends without
+// [DONE] and without a finish_reason.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -114,13 +115,21 @@ static void test_no_choices(void **state) {
   assert_string_equal(r.generated_text, "");
   request_result_free(&r);
 
-  // chat counts any finished 200 stream as a success, even an empty one (as vLLM does)
+  // chat counts a finished 200 stream as a success even without choices (as vLLM does)...
   r = (RequestResult){.start_ns = 0};
   oai_stream_begin(&s, ENDPOINT_CHAT, &r, 4, &json, &lags);
+  feed(&s, DONE, 20);
   oai_stream_end(&s, true, 30);
   assert_true(r.success);
   assert_int_equal(r.num_itl, 0);
   assert_null(r.itl_ns);
+  request_result_free(&r);
+  // ... but not an empty body: no [DONE], no finish_reason (ours)
+  r = (RequestResult){.start_ns = 0};
+  oai_stream_begin(&s, ENDPOINT_CHAT, &r, 4, &json, &lags);
+  oai_stream_end(&s, true, 30);
+  assert_false(r.success);
+  assert_string_equal(r.error, "stream ended without [DONE] or a finish_reason after 0 events");
   request_result_free(&r);
   oai_stream_free(&s);
   json_scratch_free(&json);
@@ -178,7 +187,7 @@ static void test_unterminated_last_event(void **state) {
   LogHist lags = {0};
   RequestResult r = {.start_ns = 0};
   oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json, &lags);
-  feed(&s, "data: {\"choices\":[{\"text\":\"end\"}]}", 10);
+  feed(&s, "data: {\"choices\":[{\"text\":\"end\",\"finish_reason\":\"stop\"}]}", 10);
   oai_stream_end(&s, true, 50);  // the body ended cleanly: the last event counts, at the end
   assert_true(r.success);
   assert_int_equal(r.ttft_ns, 50);
@@ -191,6 +200,42 @@ static void test_unterminated_last_event(void **state) {
   oai_stream_end(&s, false, 50);  // broken off: a partial event is not read
   assert_false(r.success);
   request_result_free(&r);
+  oai_stream_free(&s);
+  json_scratch_free(&json);
+}
+
+// Ours: a 200 stream whose body ends cleanly without [DONE] and without any finish_reason was
+// given up by the server (llama-server on invalid UTF-8): failed. Either marker alone ends it.
+static void test_stream_without_end(void **state) {
+  (void)state;
+  OaiStream s = {0};
+  JsonScratch json = {0};
+  LogHist lags = {0};
+  static const struct {
+    const char *last;  // after two token events
+    bool success;
+  } cases[] = {
+      {"", false},
+      {"data: {\"choices\":[{\"text\":\"c\",\"finish_reason\":null}]}\n\n", false},
+      {"data: {\"choices\":[{\"text\":\"c\",\"finish_reason\":\"length\"}]}\n\n", true},
+      {"data: [DONE]\n\n", true},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    RequestResult r = {.start_ns = 0};
+    oai_stream_begin(&s, ENDPOINT_COMPLETIONS, &r, 4, &json, &lags);
+    feed(&s, completion("a"), 10);
+    feed(&s, completion("b"), 20);
+    oai_stream_feed(&s, cases[i].last, strlen(cases[i].last), 30);
+    oai_stream_end(&s, true, 40);
+    assert_int_equal(r.success, cases[i].success);
+    if (i == 1) {
+      assert_int_equal(r.failure, FAILURE_STREAM);
+      assert_string_equal(r.error,
+                          "stream ended without [DONE] or a finish_reason after 3 events");
+      assert_string_equal(r.generated_text, "abc");  // kept for --save-detailed
+    }
+    request_result_free(&r);
+  }
   oai_stream_free(&s);
   json_scratch_free(&json);
 }
@@ -289,14 +334,15 @@ static void test_error_event_fails_the_request_wherever_split(void **state) {
   json_scratch_free(&json);
 }
 
-// Reads one chat stream of a role chunk then `event` (a data line, unterminated: the body ended
-// cleanly after it) and returns its error, or NULL when it succeeded. Caller frees r.
+// Reads one chat stream of a role chunk, `event` (a data line) and [DONE], and returns its
+// error, or NULL when it succeeded. Caller frees r.
 static const char *chat_error_after_role(OaiStream *s, RequestResult *r, JsonScratch *json,
                                          LogHist *lags, const char *event) {
   *r = (RequestResult){.start_ns = 0};
   oai_stream_begin(s, ENDPOINT_CHAT, r, 4, json, lags);
   feed(s, chat("{\"role\":\"assistant\",\"content\":\"\"}"), 10);
   oai_stream_feed(s, event, strlen(event), 20);
+  oai_stream_feed(s, "\n\ndata: [DONE]\n\n", 16, 25);
   oai_stream_end(s, true, 30);
   assert_int_equal(r->success, r->error == NULL);
   if (!r->success) assert_int_equal(r->failure, FAILURE_STREAM);
@@ -345,6 +391,7 @@ int main(void) {
       cmocka_unit_test(test_malformed),
       cmocka_unit_test(test_split_events_take_the_completing_read_time),
       cmocka_unit_test(test_unterminated_last_event),
+      cmocka_unit_test(test_stream_without_end),
       cmocka_unit_test(test_server_stamps),
       cmocka_unit_test(test_error_event_fails_the_request_wherever_split),
       cmocka_unit_test(test_error_event_forms),
