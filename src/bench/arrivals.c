@@ -20,6 +20,23 @@ double arrivals_rate(const ArrivalParams *p, size_t index, size_t num_requests) 
   return p->request_rate;
 }
 
+size_t arrivals_rps_changes(const ArrivalParams *p, size_t num_requests, int *rps,
+                            size_t *first_request) {
+  if (p->ramp_up == ARRIVALS_RAMP_NONE) return 0;
+  size_t n = 0;
+  int last = (int)p->ramp_up_start_rps;
+  rps[n] = last;
+  first_request[n++] = SIZE_MAX;
+  for (size_t i = 0; i < num_requests; i++) {
+    int now = (int)arrivals_rate(p, i, num_requests);
+    if (now <= last) continue;
+    last = now;
+    rps[n] = now;
+    first_request[n++] = i;
+  }
+  return n;
+}
+
 static bool check_params(const ArrivalParams *p, char *err, size_t err_size) {
   const char *why = NULL;
   if (!(p->burstiness > 0) || isinf(p->burstiness))

@@ -55,12 +55,21 @@ static const OptionSpec OPTIONS[] = {
     DBL("request-rate", request_rate, 1e-9, INFINITY),
     DBL("burstiness", burstiness, 1e-9, 1e9),
     INT("max-concurrency", max_concurrency, 1, 1e7),
+    STR("ramp-up-strategy", ramp_up_strategy),
+    INT("ramp-up-start-rps", ramp_up_start_rps, 0, 1e9),
+    INT("ramp-up-end-rps", ramp_up_end_rps, 0, 1e9),
     FLAG("ignore-eos", ignore_eos),
     DBL("temperature", temperature, 0, 1e3),
     DBL("top-p", top_p, 1e-9, 1),
     INT("top-k", top_k, -1, 1e7),
     DBL("min-p", min_p, 0, 1),
     STR("request-id-prefix", request_id_prefix),
+    INT("logprobs", logprobs, 0, 1e6),
+    LIST("header", header, num_header),
+    FLAG("no-stream", no_stream),
+    FLAG("use-beam-search", use_beam_search),
+    STR("tokenizer-mode", tokenizer_mode),
+    FLAG("trust-remote-code", trust_remote_code),
     STR("extra-body", extra_body_arg),
     STR("percentile-metrics", percentile_metrics),
     STR("metric-percentiles", metric_percentiles),
@@ -116,12 +125,36 @@ static void set_defaults(BenchOptions *o) {
       .top_k = -1,
       .min_p = NAN,
       .request_id_prefix = "benchmark-serving",
+      .ramp_up_start_rps = -1,
+      .ramp_up_end_rps = -1,
+      .logprobs = -1,
+      .tokenizer_mode = "auto",
       .percentile_metrics = "ttft,tpot,itl",
       .metric_percentiles = "99",
       .ready_check_timeout_sec = 600,
       .request_timeout_sec = 6 * 60 * 60,
       .num_client_threads = 1,
   };
+}
+
+// vLLM v0.10.2 flags gptoss-bench refuses, and why (never accepted and ignored).
+static const struct {
+  const char *name, *why;
+} REFUSED[] = {
+    {"profile", "it starts and stops vLLM's torch profiler through the server's /start_profile "
+                "and /stop_profile routes, which gptoss-engine and other servers lack; profile the "
+                "server itself (perf, nsys)"},
+    {"lora-modules", "LoRA adapters are not benchmarked by gptoss-bench (GPT-OSS serving in the "
+                     "study has none); give the adapter's name as --model instead"},
+};
+
+static bool refused(const char *name, size_t len, char *err, size_t err_size) {
+  for (size_t i = 0; i < sizeof REFUSED / sizeof *REFUSED; i++)
+    if (strlen(REFUSED[i].name) == len && strncmp(REFUSED[i].name, name, len) == 0) {
+      snprintf(err, err_size, "--%s is not supported: %s", REFUSED[i].name, REFUSED[i].why);
+      return true;
+    }
+  return false;
 }
 
 static const OptionSpec *find_option(const char *name, size_t len) {
@@ -216,6 +249,66 @@ static bool check_choices(BenchOptions *o, char *err, size_t err_size) {
   return true;
 }
 
+// --ramp-up-*: vLLM v0.10.2's checks and messages, plus ours: a rate flag without the strategy
+// (vLLM ignores it) and linear from 0 (vLLM divides by zero on request 0).
+static bool check_ramp_up(const BenchOptions *o, char *err, size_t err_size) {
+  const char *why = NULL;
+  const bool start = o->ramp_up_start_rps >= 0, end = o->ramp_up_end_rps >= 0;
+  if (!o->ramp_up_strategy) {
+    if (start || end)
+      why = "--ramp-up-start-rps and --ramp-up-end-rps go with --ramp-up-strategy linear|"
+            "exponential";
+  } else if (strcmp(o->ramp_up_strategy, "linear") != 0 &&
+             strcmp(o->ramp_up_strategy, "exponential") != 0) {
+    snprintf(err, err_size, "--ramp-up-strategy '%s' is not supported: use linear or exponential",
+             o->ramp_up_strategy);
+    return false;
+  } else if (!isinf(o->request_rate)) {
+    why = "When using ramp-up, do not specify --request-rate. The request rate will be "
+          "controlled by ramp-up parameters. Please remove the --request-rate argument.";
+  } else if (!start || !end) {
+    why = "When using --ramp-up-strategy, both --ramp-up-start-rps and --ramp-up-end-rps must "
+          "be specified";
+  } else if (o->ramp_up_start_rps > o->ramp_up_end_rps) {
+    why = "Ramp-up start RPS must be less than end RPS";
+  } else if (o->ramp_up_start_rps == 0) {
+    why = strcmp(o->ramp_up_strategy, "exponential") == 0
+              ? "For exponential ramp-up, the start RPS cannot be 0."
+              : "--ramp-up-start-rps 0: request 0 would be paced at 0 requests/s (vLLM v0.10.2 "
+                "divides by zero there); start at 1 or more";
+  }
+  if (why) snprintf(err, err_size, "%s", why);
+  return why == NULL;
+}
+
+// Flags accepted with no effect must not hide a request for something gptoss-bench cannot do.
+static bool check_accepted(const BenchOptions *o, char *err, size_t err_size) {
+  if (strcmp(o->tokenizer_mode, "auto") == 0) return true;
+  snprintf(err, err_size,
+           "--tokenizer-mode %s is not supported: gptoss-bench counts tokens with GPT-OSS's "
+           "o200k_harmony tokenizer only (mode auto)",
+           o->tokenizer_mode);
+  return false;
+}
+
+// --header KEY=VALUE -> "KEY: VALUE" lines for the client (later vLLM's format).
+static bool make_header_lines(BenchOptions *o, char *err, size_t err_size) {
+  o->header_lines = xcalloc((size_t)o->num_header + 1, sizeof *o->header_lines);
+  for (int i = 0; i < o->num_header; i++) {
+    const char *h = o->header[i], *eq = strchr(h, '=');
+    bool ok = eq && eq > h;
+    for (const char *c = h; ok && c < eq; c++) ok = *c > ' ' && *c < 127 && *c != ':';
+    if (!ok || strpbrk(h, "\r\n")) {
+      snprintf(err, err_size, "--header '%s': use KEY=VALUE (a header name, '=', its value)", h);
+      return false;
+    }
+    Buf line = {0};
+    buf_printf(&line, "%.*s: %s", (int)(eq - h), h, eq + 1);
+    o->header_lines[i] = line.data;
+  }
+  return true;
+}
+
 // --extra-body: the JSON text (or @FILE's) parsed once into o, which must be one object.
 static bool load_extra_body(BenchOptions *o, char *err, size_t err_size) {
   const char *given = o->extra_body_arg;
@@ -255,6 +348,10 @@ bool bench_options_parse(BenchOptions *o, int argc, char **argv, char *err, size
     const char *name = arg + 2, *eq = strchr(name, '=');
     size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
     const OptionSpec *spec = find_option(name, name_len);
+    char normal[64];
+    snprintf(normal, sizeof normal, "%.*s", (int)(name_len < 63 ? name_len : 63), name);
+    for (char *c = normal; *c; c++) *c = *c == '_' ? '-' : *c;
+    if (!spec && refused(normal, strlen(normal), err, err_size)) return false;
     if (!spec) {
       snprintf(err, err_size, "unknown flag '%.*s' (gptoss-bench bench --help lists them)",
                (int)(name_len + 2), arg);
@@ -294,12 +391,19 @@ bool bench_options_parse(BenchOptions *o, int argc, char **argv, char *err, size
     if (spec->kind == KIND_STRING) *(const char **)field = value;
     else if (!parse_number(spec, value, field, err, err_size)) return false;
   }
-  return check_choices(o, err, err_size) && load_extra_body(o, err, err_size);
+  return check_choices(o, err, err_size) && check_ramp_up(o, err, err_size) &&
+         check_accepted(o, err, err_size) && make_header_lines(o, err, err_size) &&
+         load_extra_body(o, err, err_size);
 }
 
 void bench_options_free(BenchOptions *o) {
   free(o->goodput);
   free(o->metadata);
+  for (int i = 0; o->header_lines && i < o->num_header; i++) free(o->header_lines[i]);
+  free(o->header_lines);
+  free(o->header);
+  o->header = o->header_lines = NULL;
+  o->num_header = 0;
   cJSON_Delete(o->extra_body);
   o->extra_body = NULL;
   o->goodput = o->metadata = NULL;

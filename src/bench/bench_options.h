@@ -35,6 +35,9 @@ typedef struct {
   double request_rate;        // INFINITY: all at once
   double burstiness;          // 1.0: Poisson
   int max_concurrency;        // 0: no cap (vLLM's None)
+  const char *ramp_up_strategy;  // NULL | linear | exponential (needs request_rate inf)
+  int ramp_up_start_rps;         // -1 when not given
+  int ramp_up_end_rps;           // -1 when not given
   // sampling (NAN / -1: not sent)
   bool ignore_eos;
   double temperature;         // unset: 0.0 is sent, as vLLM does
@@ -42,6 +45,15 @@ typedef struct {
   int top_k;
   double min_p;
   const char *request_id_prefix;  // benchmark-serving
+  int logprobs;               // -1: not given ("logprobs": null is sent, as vLLM does)
+  char **header;              // [num_header] --header KEY=VALUE (later vLLM's flag)
+  int num_header;
+  char **header_lines;        // [num_header] "KEY: VALUE" of each, owned
+  // accepted with no effect, as in vLLM for the datasets and tokenizer gptoss-bench uses
+  bool no_stream;             // hub datasets' loading mode
+  bool use_beam_search;       // unused in vLLM v0.10.2 too
+  const char *tokenizer_mode; // auto only
+  bool trust_remote_code;     // no tokenizer code is loaded
   // --extra-body JSON or @FILE: a JSON object merged into every request body (its keys replace
   // ours): the flag's value, and the object parsed once, owned (NULL when not given)
   const char *extra_body_arg;

@@ -63,7 +63,9 @@ static ClientOptions client_options(const BenchOptions *o, const char *url) {
       .top_k = o->top_k,
       .has_min_p = !isnan(o->min_p),
       .min_p = o->min_p,
-      .logprobs = -1,
+      .logprobs = o->logprobs,
+      .headers = (const char *const *)o->header_lines,
+      .num_headers = (size_t)o->num_header,
       .ignore_eos = o->ignore_eos,
       .extra_body = o->extra_body,
       .api_key = getenv("OPENAI_API_KEY"),
@@ -182,7 +184,13 @@ static void print_traffic(const BenchOptions *o, FILE *out) {
   char rate[PYFMT_FLOAT_LEN], burst[PYFMT_FLOAT_LEN];
   pyfmt_float_repr(o->request_rate, rate);
   pyfmt_float_repr(o->burstiness, burst);
-  fprintf(out, "Traffic request rate: %s\n", rate);
+  if (o->ramp_up_strategy) {
+    fprintf(out, "Traffic ramp-up strategy: %s.\n", o->ramp_up_strategy);
+    fprintf(out, "Will increase RPS from %d to %d RPS over the duration of the benchmark.\n",
+            o->ramp_up_start_rps, o->ramp_up_end_rps);
+  } else {
+    fprintf(out, "Traffic request rate: %s\n", rate);
+  }
   fprintf(out, "Burstiness factor: %s (%s)\n", burst,
           o->burstiness == 1.0 ? "Poisson process" : "Gamma distribution");
   if (o->max_concurrency) fprintf(out, "Maximum request concurrency: %d\n", o->max_concurrency);
@@ -190,13 +198,56 @@ static void print_traffic(const BenchOptions *o, FILE *out) {
   fflush(out);
 }
 
-// Runs the timed benchmark; *duration_ns gets its duration (vLLM: from just before the first
-// arrival delay to when the last request finished).
-static bool timed_run(const BenchOptions *o, const BenchRunIo *io, ClientOptions *c,
-                      const Dataset *d, RequestResult *results, int64_t *duration_ns, char *err,
-                      size_t err_size) {
-  size_t n = d->num_requests;
+static ArrivalParams arrival_params(const BenchOptions *o) {
   ArrivalParams ap = {.request_rate = o->request_rate, .burstiness = o->burstiness, .seed = o->seed};
+  if (o->ramp_up_strategy) {
+    ap.ramp_up = strcmp(o->ramp_up_strategy, "linear") == 0 ? ARRIVALS_RAMP_LINEAR
+                                                             : ARRIVALS_RAMP_EXPONENTIAL;
+    ap.ramp_up_start_rps = o->ramp_up_start_rps;
+    ap.ramp_up_end_rps = o->ramp_up_end_rps;
+  }
+  return ap;
+}
+
+// Python's datetime.now().isoformat() of the wall time start_wall + offset_ns.
+static json_t *iso_time(struct timespec start_wall, int64_t offset_ns) {
+  int64_t ns = (int64_t)start_wall.tv_nsec + offset_ns;
+  time_t sec = start_wall.tv_sec + (time_t)(ns / 1000000000);
+  long usec = (long)(ns % 1000000000) / 1000;
+  struct tm tm;
+  localtime_r(&sec, &tm);
+  char text[64], stamp[40];
+  strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (usec) snprintf(text, sizeof text, "%s.%06ld", stamp, usec);
+  else snprintf(text, sizeof text, "%s", stamp);
+  return json_string(text);
+}
+
+// vLLM's rps_change_events of a ramp-up: each stamped when its request is due.
+static json_t *rps_change_events(const ArrivalParams *ap, size_t n, const int64_t *offsets_ns,
+                                 struct timespec start_wall) {
+  int *rps = xmalloc((n + 1) * sizeof *rps);
+  size_t *first = xmalloc((n + 1) * sizeof *first);
+  size_t num = arrivals_rps_changes(ap, n, rps, first);
+  json_t *events = json_array();
+  for (size_t k = 0; k < num; k++)
+    json_array_append_new(events, json_pack("{s:i, s:o}", "rps", rps[k], "timestamp",
+                                            iso_time(start_wall, first[k] == SIZE_MAX
+                                                                     ? 0
+                                                                     : offsets_ns[first[k]])));
+  free(rps);
+  free(first);
+  return events;
+}
+
+// Runs the timed benchmark; *duration_ns gets its duration (vLLM: from just before the first
+// arrival delay to when the last request finished); with ramp-up, *rps_events vLLM's
+// rps_change_events (else NULL).
+static bool timed_run(const BenchOptions *o, const BenchRunIo *io, ClientOptions *c,
+                      const Dataset *d, RequestResult *results, int64_t *duration_ns,
+                      json_t **rps_events, char *err, size_t err_size) {
+  size_t n = d->num_requests;
+  ArrivalParams ap = arrival_params(o);
   int64_t *due = xmalloc(n * sizeof *due);
   char e[512];
   if (!arrivals_schedule(&ap, n, due, e, sizeof e)) {
@@ -212,6 +263,9 @@ static bool timed_run(const BenchOptions *o, const BenchRunIo *io, ClientOptions
   c->num_finished = &num_finished;
   if (show_progress) progress_bar_start(&bar, stderr, tty, io->progress_label, n, &num_finished);
 
+  struct timespec start_wall;
+  clock_gettime(CLOCK_REALTIME, &start_wall);
+  *rps_events = o->ramp_up_strategy ? rps_change_events(&ap, n, due, start_wall) : NULL;
   int64_t start_ns = clock_now_ns();
   for (size_t i = 0; i < n; i++) due[i] += start_ns;
   bool ok = client_run(c, d->requests, due, n, results, NULL, e, sizeof e);
@@ -265,6 +319,7 @@ bool bench_run(const BenchOptions *opts, const BenchRunIo *io, char *err, size_t
   char *discovered_model = NULL;
   Dataset d = {0};
   RequestResult *results = NULL;
+  json_t *rps_events = NULL;  // vLLM's rps_change_events of a ramp-up
   bool ok = false, have_data = false;
   if (!o.model) {
     if (!client_first_model_id(&c, models_url.data, &discovered_model, e, sizeof e)) {
@@ -286,7 +341,7 @@ bool bench_run(const BenchOptions *opts, const BenchRunIo *io, char *err, size_t
 
   results = xcalloc(d.num_requests, sizeof *results);
   int64_t duration_ns;
-  if (!timed_run(&o, io, &c, &d, results, &duration_ns, err, err_size)) goto done;
+  if (!timed_run(&o, io, &c, &d, results, &duration_ns, &rps_events, err, err_size)) goto done;
   if (io->cancel && *io->cancel) {  // not a measurement: neither reported nor saved
     fail(err, err_size, "cancelled");
     goto done;
@@ -309,6 +364,11 @@ bool bench_run(const BenchOptions *opts, const BenchRunIo *io, char *err, size_t
                        .request_rate = o.request_rate,
                        .burstiness = o.burstiness,
                        .max_concurrency = o.max_concurrency,
+                       .ramp_up_strategy = o.ramp_up_strategy,
+                       .ramp_up_start_rps = o.ramp_up_start_rps,
+                       .ramp_up_end_rps = o.ramp_up_end_rps,
+                       .rps_change_events = rps_events,
+                       .backend = o.backend,
                        .dataset_name = d.name,
                        .save_detailed = o.save_detailed,
                        .append_result = o.append_result};
@@ -319,6 +379,7 @@ bool bench_run(const BenchOptions *opts, const BenchRunIo *io, char *err, size_t
        save_result(&o, io, &ctx, &m, results, d.num_requests, err, err_size);
 
 done:
+  json_decref(rps_events);
   if (results)
     for (size_t i = 0; i < d.num_requests; i++) request_result_free(&results[i]);
   free(results);

@@ -168,8 +168,13 @@ void report_result_filename(const ReportContext *ctx, char *out, size_t out_size
     snprintf(concurrency, sizeof concurrency, "-concurrency%d", ctx->max_concurrency);
   const char *slash = strrchr(ctx->model_id, '/');
   const char *label = ctx->label && *ctx->label ? ctx->label : ctx->endpoint_type;  // `or`
-  snprintf(out, out_size, "%s-%sqps%s-%s-%s.json", label, rate, concurrency,
-           slash ? slash + 1 : ctx->model_id, ctx->date);
+  const char *model = slash ? slash + 1 : ctx->model_id;
+  if (ctx->ramp_up_strategy)
+    snprintf(out, out_size, "%s-ramp-up-%s-%dqps-%dqps%s-%s-%s.json", label,
+             ctx->ramp_up_strategy, ctx->ramp_up_start_rps, ctx->ramp_up_end_rps, concurrency,
+             model, ctx->date);
+  else
+    snprintf(out, out_size, "%s-%sqps%s-%s-%s.json", label, rate, concurrency, model, ctx->date);
 }
 
 static void set(json_t *object, const char *key, json_t *value) {
@@ -251,6 +256,8 @@ static void add_extras(json_t *root, const ReportContext *ctx, const BenchMetric
     set(root, FAILURE_INFO[kind].json_key, json_integer((json_int_t)m->num_failed_by_kind[kind]));
   set(root, "max_output_tokens_per_s", real(m->peak_output_tokens_per_s));  // v0.11's name
   set(root, "peak_concurrent_requests", json_integer(m->peak_concurrent_requests));
+  set(root, "max_concurrent_requests", json_integer(m->peak_concurrent_requests));  // v0.11's
+  set(root, "backend", ctx->backend ? text(ctx->backend) : json_null());  // v0.11's
   set(root, "mean_schedule_lag_ms", real(m->mean_lag_ms));
   set(root, "p99_schedule_lag_ms", real(m->p99_lag_ms));
   set(root, "max_schedule_lag_ms", real(m->max_lag_ms));
@@ -280,6 +287,11 @@ json_t *report_build_json(const ReportContext *ctx, const BenchMetrics *m,
   set(root, "burstiness", real(ctx->burstiness));
   set(root, "max_concurrency",
       ctx->max_concurrency > 0 ? json_integer(ctx->max_concurrency) : json_null());
+  if (ctx->ramp_up_strategy) {
+    set(root, "ramp_up_strategy", text(ctx->ramp_up_strategy));
+    set(root, "ramp_up_start_rps", json_integer(ctx->ramp_up_start_rps));
+    set(root, "ramp_up_end_rps", json_integer(ctx->ramp_up_end_rps));
+  }
 
   set(root, "duration", real(m->duration_s));
   set(root, "completed", json_integer((json_int_t)m->num_completed));
@@ -290,6 +302,8 @@ json_t *report_build_json(const ReportContext *ctx, const BenchMetrics *m,
   set(root, "output_throughput", real(m->output_throughput));
   set(root, "total_token_throughput", real(m->total_token_throughput));
   if (ctx->save_detailed) add_detailed(root, results, num_results);
+  if (ctx->ramp_up_strategy && ctx->rps_change_events)
+    set(root, "rps_change_events", json_deep_copy(ctx->rps_change_events));
   for (int metric = 0; metric < NUM_METRICS; metric++)
     if (m->options.selected[metric]) add_metric(root, m, (Metric)metric);
   add_extras(root, ctx, m);

@@ -26,6 +26,10 @@ typedef struct {
   double request_rate;  // INFINITY: all at once
   double burstiness;
   int max_concurrency;  // 0: no cap (vLLM's None)
+  const char *ramp_up_strategy;  // NULL: no ramp-up; else linear | exponential, with
+  int ramp_up_start_rps, ramp_up_end_rps;
+  json_t *rps_change_events;     // [{"rps": k, "timestamp": ISO}] (borrowed; NULL: no ramp-up)
+  const char *backend;           // --backend, also written under v0.11's key "backend"
   const char *dataset_name;  // "sharegpt", "sharegpt-synth", "random": our extra key, so results
                              // on synthetic data say so (NULL: null)
   bool save_detailed;   // --save-detailed: add the six per-request arrays
@@ -43,7 +47,8 @@ void report_print_warnings(FILE *err, const BenchMetrics *m);
 // Checks --metadata items as vLLM does (each needs a '='), so a bad one fails before the run.
 bool report_check_metadata(char *const *items, size_t num_items, char *err, size_t err_size);
 
-// vLLM's default result file name: "{label}-{rate}qps[-concurrency{N}]-{model base}-{date}.json".
+// vLLM's default result file name: "{label}-{rate}qps[-concurrency{N}]-{model base}-{date}.json",
+// with ramp-up "{label}-ramp-up-{strategy}-{start}qps-{end}qps[-concurrency{N}]-...".
 void report_result_filename(const ReportContext *ctx, char *out, size_t out_size);
 
 // The result object (keys in order; non-finite numbers become null). NULL with err filled when

@@ -120,6 +120,27 @@ unfinished_counts() {
 tap_ok "no [DONE] nor finish_reason: json completed 16, failed_stream_error 4, each error says why" \
   [ "$(unfinished_counts)" = "16 4 4" ]
 
+# vLLM's ramp-up: its two lines, its result file name and keys; rates 5 -> 20 over 16 requests
+# (rate_i = 5 + i), so every request raises int(rate) by one: 16 change events, 5 to 20.
+start_mock --ttft-ms 1 --itl-ms 1
+"$bin" bench --base-url "$url" --num-prompts 16 --random-input-len 8 --random-output-len 2 \
+  --ramp-up-strategy linear --ramp-up-start-rps 5 --ramp-up-end-rps 20 --save-result \
+  --result-dir "$tmp/ramp" > "$tmp/ramp.txt" 2>&1
+tap_ok "ramp-up: vLLM's two traffic lines" \
+  grep -qzE 'Traffic ramp-up strategy: linear\.'$'\n''Will increase RPS from 5 to 20 RPS over the duration of the benchmark\.' "$tmp/ramp.txt"
+ramp_file=$(ls "$tmp/ramp" 2>/dev/null)
+tap_ok "ramp-up: vLLM's file name" \
+  bash -c "[[ '$ramp_file' =~ ^openai-ramp-up-linear-5qps-20qps-gpt-oss-120b-[0-9]{8}-[0-9]{6}\.json$ ]]"
+ramp_keys() {
+  node -e 'const o=JSON.parse(require("fs").readFileSync(process.argv[1]));
+           const ev=o.rps_change_events, t=ev.map(e => Date.parse(e.timestamp));
+           console.log(o.ramp_up_strategy, o.ramp_up_start_rps, o.ramp_up_end_rps, o.request_rate,
+                       ev.map(e => e.rps).join(","), t.every((x, i) => i === 0 || x >= t[i - 1]))' \
+    "$tmp/ramp/$ramp_file"
+}
+tap_ok "ramp-up: keys, and one change event per integer rate, in time order" \
+  [ "$(ramp_keys)" = "linear 5 20 inf 5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20 true" ]
+
 start_mock --ttft-ms 1 --itl-ms 1 --error-event-every 1
 "$bin" bench --base-url "$url" --num-prompts 2 --random-input-len 8 --random-output-len 8 \
   --ready-check-timeout-sec 1 > /dev/null 2> "$tmp/events-ready.err"

@@ -109,6 +109,37 @@ static void test_ramp_up_rates(void **state) {
   assert_true(arrivals_rate(&fixed, 7, 10) == 3.5);
 }
 
+// vLLM's rps_change_events: the start rate, then each rise of int(rate) at the request that
+// raised it (a jump of several counts once: linear 1, 4, 7, 10 never records 2 or 3).
+static void test_rps_change_events(void **state) {
+  (void)state;
+  int rps[6];
+  size_t first[6];
+  ArrivalParams lin = {.request_rate = INFINITY, .burstiness = 1, .ramp_up = ARRIVALS_RAMP_LINEAR,
+                       .ramp_up_start_rps = 1, .ramp_up_end_rps = 2};
+  // rates 1, 1.25, 1.5, 1.75, 2: the start, then 2 at request 4
+  assert_int_equal(arrivals_rps_changes(&lin, 5, rps, first), 2);
+  assert_int_equal(rps[0], 1);
+  assert_true(first[0] == SIZE_MAX);
+  assert_int_equal(rps[1], 2);
+  assert_int_equal(first[1], 4);
+  lin.ramp_up_end_rps = 10;  // rates 1, 4, 7, 10
+  assert_int_equal(arrivals_rps_changes(&lin, 4, rps, first), 4);
+  assert_int_equal(rps[1], 4);
+  assert_int_equal(first[1], 1);
+  assert_int_equal(rps[3], 10);
+  assert_int_equal(first[3], 3);
+  ArrivalParams exp_ramp = lin;
+  exp_ramp.ramp_up = ARRIVALS_RAMP_EXPONENTIAL;
+  exp_ramp.ramp_up_end_rps = 4;  // rates 1, 4^0.5 = 2 (exact), 4
+  assert_int_equal(arrivals_rps_changes(&exp_ramp, 3, rps, first), 3);
+  assert_int_equal(rps[1], 2);
+  assert_int_equal(first[1], 1);
+  assert_int_equal(rps[2], 4);
+  ArrivalParams fixed = {.request_rate = 3, .burstiness = 1};
+  assert_int_equal(arrivals_rps_changes(&fixed, 4, rps, first), 0);
+}
+
 static void test_same_seed_same_schedule(void **state) {
   (void)state;
   ArrivalParams p = {.request_rate = 5.0, .burstiness = 0.7, .seed = 42};
@@ -192,6 +223,7 @@ int main(void) {
       cmocka_unit_test(test_unscaled_mean_gap_matches_rate),
       cmocka_unit_test(test_burstiness_sets_gap_variance),
       cmocka_unit_test(test_ramp_up_rates),
+      cmocka_unit_test(test_rps_change_events),
       cmocka_unit_test(test_same_seed_same_schedule),
       cmocka_unit_test(test_invalid_parameters_name_the_flag),
       cmocka_unit_test(test_rng_uniform_ints_and_shuffle),

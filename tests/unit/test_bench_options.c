@@ -87,6 +87,62 @@ static void test_errors_name_the_flag(void **state) {
   assert_refused(&o, PARSE(&o, err, "stray"), err, "'stray'");
 }
 
+// vLLM v0.10.2's ramp-up checks (its messages), later vLLM's --header, flags accepted with no
+// effect as in vLLM, and the ones refused with a reason.
+static void test_ramp_up_and_other_vllm_flags(void **state) {
+  (void)state;
+  BenchOptions o;
+  char err[512];
+  assert_true(PARSE(&o, err, "--ramp-up-strategy", "linear", "--ramp-up-start-rps", "2",
+                    "--ramp-up-end-rps", "20", "--header", "X-A=1", "X-B=c=d", "--logprobs", "5",
+                    "--no-stream", "--use-beam-search", "--trust-remote-code", "--tokenizer-mode",
+                    "auto"));
+  assert_string_equal(o.ramp_up_strategy, "linear");
+  assert_int_equal(o.ramp_up_start_rps, 2);
+  assert_int_equal(o.ramp_up_end_rps, 20);
+  assert_int_equal(o.num_header, 2);
+  assert_string_equal(o.header_lines[0], "X-A: 1");
+  assert_string_equal(o.header_lines[1], "X-B: c=d");
+  assert_int_equal(o.logprobs, 5);
+  bench_options_free(&o);
+  assert_true(PARSE(&o, err, "--num-prompts", "3"));
+  assert_int_equal(o.logprobs, -1);  // not given: "logprobs": null
+  assert_null(o.ramp_up_strategy);
+  bench_options_free(&o);
+  static const struct {
+    const char *args[7], *error;
+  } cases[] = {
+      {{"--ramp-up-strategy", "sine", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "2"},
+       "--ramp-up-strategy 'sine' is not supported: use linear or exponential"},
+      {{"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1"},
+       "both --ramp-up-start-rps and --ramp-up-end-rps must be specified"},
+      {{"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "2",
+        "--request-rate=4"},
+       "When using ramp-up, do not specify --request-rate."},
+      {{"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "3", "--ramp-up-end-rps", "2"},
+       "Ramp-up start RPS must be less than end RPS"},
+      {{"--ramp-up-strategy", "exponential", "--ramp-up-start-rps", "0", "--ramp-up-end-rps", "2"},
+       "For exponential ramp-up, the start RPS cannot be 0."},
+      {{"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "0", "--ramp-up-end-rps", "2"},
+       "--ramp-up-start-rps 0: request 0 would be paced at 0 requests/s"},
+      {{"--ramp-up-end-rps", "2"}, "go with --ramp-up-strategy"},
+      {{"--ramp-up-start-rps", "-1"}, "--ramp-up-start-rps -1 is out of range"},
+      {{"--header", "novalue"}, "--header 'novalue': use KEY=VALUE"},
+      {{"--header", "a b=c"}, "--header 'a b=c': use KEY=VALUE"},
+      {{"--tokenizer-mode", "mistral"}, "--tokenizer-mode mistral is not supported"},
+      {{"--profile"}, "--profile is not supported: it starts and stops vLLM's torch profiler"},
+      {{"--lora_modules", "a", "b"}, "--lora-modules is not supported: LoRA adapters"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *argv[9] = {"bench"};
+    int argc = 1;
+    for (; argc < 8 && cases[i].args[argc - 1]; argc++) argv[argc] = (char *)cases[i].args[argc - 1];
+    bool ok = bench_options_parse(&o, argc, argv, err, sizeof err);
+    assert_refused(&o, ok, err, cases[i].error);
+    bench_options_free(&o);
+  }
+}
+
 // --backend picks the request format (the study's `--backend openai-chat --endpoint
 // /v1/chat/completions` must send chat bodies); --endpoint-type, its older name, must agree.
 static void test_backend_picks_the_format(void **state) {
@@ -148,6 +204,7 @@ int main(void) {
       cmocka_unit_test(test_spellings_and_lists),
       cmocka_unit_test(test_errors_name_the_flag),
       cmocka_unit_test(test_backend_picks_the_format),
+      cmocka_unit_test(test_ramp_up_and_other_vllm_flags),
       cmocka_unit_test(test_extra_body),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -215,7 +215,8 @@ static void assert_keys(json_t *root, const char *const *keys, size_t num_keys) 
 static const char *const EXTRA_KEYS[] = {
     "dataset_name",            "failed_requests",         "failed_http_status",   "failed_timeout",
     "failed_connection",       "failed_stream_error",  "max_output_tokens_per_s",
-    "peak_concurrent_requests", "mean_schedule_lag_ms", "p99_schedule_lag_ms",
+    "peak_concurrent_requests", "max_concurrent_requests", "backend",
+    "mean_schedule_lag_ms", "p99_schedule_lag_ms",
     "max_schedule_lag_ms",     "client_fell_behind"};
 #define NUM_EXTRA_KEYS (sizeof EXTRA_KEYS / sizeof *EXTRA_KEYS)
 
@@ -348,6 +349,45 @@ static void test_json_defaults(void **state) {
   assert_true(json_is_null(json_object_get(root, "request_goodput")));
   assert_true(json_real_value(json_object_get(root, "burstiness")) == 1.0);
   json_decref(root);
+}
+
+// A ramp-up's keys: after max_concurrency (vLLM's item 11), rps_change_events after the
+// detailed arrays (item 21); the file name vLLM gives it.
+static void test_json_ramp_up(void **state) {
+  (void)state;
+  RequestResult r[3];
+  BenchMetrics m;
+  small_run(r, &m, "ttft", "99", false);
+  json_t *events = json_pack("[{s:i, s:s}]", "rps", 2, "timestamp", "2025-09-13T12:00:00.5");
+  ReportContext ctx = DEFAULT_CONTEXT;
+  ctx.ramp_up_strategy = "exponential";
+  ctx.ramp_up_start_rps = 2;
+  ctx.ramp_up_end_rps = 32;
+  ctx.rps_change_events = events;
+  ctx.max_concurrency = 8;
+  ctx.backend = "openai-chat";
+  char err[256], name[256];
+  json_t *root = report_build_json(&ctx, &m, r, 3, err, sizeof err);
+  static const char *const vllm_keys[] = {
+      "date", "endpoint_type", "label", "model_id", "tokenizer_id", "num_prompts",
+      "request_rate", "burstiness", "max_concurrency", "ramp_up_strategy", "ramp_up_start_rps",
+      "ramp_up_end_rps", "duration", "completed", "total_input_tokens", "total_output_tokens",
+      "request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
+      "rps_change_events", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms"};
+  size_t num_vllm = sizeof vllm_keys / sizeof *vllm_keys;
+  const char *keys[64];
+  memcpy(keys, vllm_keys, sizeof vllm_keys);
+  memcpy(keys + num_vllm, EXTRA_KEYS, sizeof EXTRA_KEYS);
+  assert_keys(root, keys, num_vllm + NUM_EXTRA_KEYS);
+  assert_int_equal(json_integer_value(json_object_get(root, "ramp_up_end_rps")), 32);
+  assert_true(json_equal(json_object_get(root, "rps_change_events"), events));
+  assert_string_equal(json_string_value(json_object_get(root, "backend")), "openai-chat");
+  report_result_filename(&ctx, name, sizeof name);
+  assert_string_equal(name,
+                      "openai-ramp-up-exponential-2qps-32qps-concurrency8-gpt-oss-120b-"
+                      "20250913-120000.json");
+  json_decref(root);
+  json_decref(events);
 }
 
 static void test_metadata_errors(void **state) {
@@ -494,6 +534,7 @@ static void test_write_error_names_path(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_block_spec_example),
+      cmocka_unit_test(test_json_ramp_up),
       cmocka_unit_test(test_block_rate_goodput_failures),
       cmocka_unit_test(test_block_custom_percentiles),
       cmocka_unit_test(test_warnings),
