@@ -20,19 +20,23 @@ double arrivals_rate(const ArrivalParams *p, size_t index, size_t num_requests) 
   return p->request_rate;
 }
 
-size_t arrivals_rps_changes(const ArrivalParams *p, size_t num_requests, int *rps,
-                            size_t *first_request) {
+size_t arrivals_rps_changes(const ArrivalParams *p, size_t num_requests, int **rps,
+                            size_t **first_request) {
+  *rps = NULL;
+  *first_request = NULL;
   if (p->ramp_up == ARRIVALS_RAMP_NONE) return 0;
-  size_t n = 0;
   int last = (int)p->ramp_up_start_rps;
-  rps[n] = last;
-  first_request[n++] = SIZE_MAX;
+  size_t n = 0, cap = (size_t)((int)p->ramp_up_end_rps - last) + 2;  // start .. int(end)
+  *rps = xmalloc(cap * sizeof **rps);
+  *first_request = xmalloc(cap * sizeof **first_request);
+  (*rps)[n] = last;
+  (*first_request)[n++] = SIZE_MAX;
   for (size_t i = 0; i < num_requests; i++) {
     int now = (int)arrivals_rate(p, i, num_requests);
-    if (now <= last) continue;
-    last = now;
-    rps[n] = now;
-    first_request[n++] = i;
+    for (; last < now && n < cap; n++) {
+      (*rps)[n] = ++last;
+      (*first_request)[n] = i;
+    }
   }
   return n;
 }

@@ -38,12 +38,13 @@ typedef struct {
 // rate (for vLLM's rps_change_events).
 double arrivals_rate(const ArrivalParams *p, size_t index, size_t num_requests);
 
-// vLLM's rps_change_events of a ramp-up: the start rate (first_request[0] = SIZE_MAX: at the
+// vLLM's rps_change_events of a ramp-up: the start rate (first_request SIZE_MAX: at the
 // benchmark's start), then each time int(rate of request i) rises above the last one recorded,
-// that rate and i (the event is stamped when request i is due). rps[] and first_request[] hold
-// num_requests + 1 entries; returns how many were filled (0 without ramp-up).
-size_t arrivals_rps_changes(const ArrivalParams *p, size_t num_requests, int *rps,
-                            size_t *first_request);
+// every integer rate passed (a rise from 1 to 4 gives 2, 3 and 4), each with i (stamped when
+// request i is due). *rps and *first_request get malloc'd arrays of the returned count (0 and
+// NULL without ramp-up).
+size_t arrivals_rps_changes(const ArrivalParams *p, size_t num_requests, int **rps,
+                            size_t **first_request);
 
 // Fills send_offsets_ns[num_requests] with intended send times in nanoseconds from the start,
 // non-decreasing. Returns false with a message naming the flag when the parameters are invalid

@@ -2,6 +2,7 @@
 // rest of the load generator can trust BenchOptions.
 #include "bench/bench_options.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -100,8 +101,12 @@ const char BENCH_OPTIONS_USAGE[] =
     "          --random-output-len (128) --random-range-ratio (0.0) --random-prefix-len (0)\n"
     "          --seed (0)\n"
     "traffic:  --request-rate (inf) --burstiness (1.0 = Poisson) --max-concurrency N\n"
-    "sampling: --ignore-eos --temperature (0.0) --top-p --top-k --min-p --request-id-prefix\n"
+    "          --ramp-up-strategy linear|exponential --ramp-up-start-rps N --ramp-up-end-rps N\n"
+    "sampling: --ignore-eos --temperature (0.0) --top-p --top-k --min-p --logprobs N\n"
+    "          --request-id-prefix --header KEY=VALUE ...\n"
     "          --extra-body JSON|@FILE (an object merged into every request body)\n"
+    "no effect, as in vLLM here: --no-stream --use-beam-search --trust-remote-code\n"
+    "          --tokenizer-mode auto   (README.md lists every vLLM flag and its status)\n"
     "metrics:  --percentile-metrics (ttft,tpot,itl) --metric-percentiles (99)\n"
     "          --goodput ttft:MS tpot:MS e2el:MS --num-warmups (0) --ready-check-timeout-sec (600)\n"
     "          --request-timeout-sec (21600) --num-client-threads (1) --busy-poll\n"
@@ -291,19 +296,29 @@ static bool check_accepted(const BenchOptions *o, char *err, size_t err_size) {
   return false;
 }
 
-// --header KEY=VALUE -> "KEY: VALUE" lines for the client (later vLLM's format).
+// s[0, len) without blanks at either end: *start and the new length.
+static size_t strip(const char **start, size_t len) {
+  while (len && isspace((unsigned char)**start)) ++*start, --len;
+  while (len && isspace((unsigned char)(*start)[len - 1])) --len;
+  return len;
+}
+
+// --header KEY=VALUE -> "KEY: VALUE" lines for the client, split at the first '=' and stripped
+// as later vLLM does; a header named like a built-in one (Authorization) replaces it.
 static bool make_header_lines(BenchOptions *o, char *err, size_t err_size) {
   o->header_lines = xcalloc((size_t)o->num_header + 1, sizeof *o->header_lines);
   for (int i = 0; i < o->num_header; i++) {
-    const char *h = o->header[i], *eq = strchr(h, '=');
-    bool ok = eq && eq > h;
-    for (const char *c = h; ok && c < eq; c++) ok = *c > ' ' && *c < 127 && *c != ':';
+    const char *h = o->header[i], *eq = strchr(h, '='), *key = h, *value = eq ? eq + 1 : "";
+    size_t key_len = eq ? strip(&key, (size_t)(eq - h)) : 0;
+    size_t value_len = strip(&value, strlen(value));
+    bool ok = key_len > 0;
+    for (size_t k = 0; ok && k < key_len; k++) ok = key[k] > ' ' && key[k] < 127 && key[k] != ':';
     if (!ok || strpbrk(h, "\r\n")) {
       snprintf(err, err_size, "--header '%s': use KEY=VALUE (a header name, '=', its value)", h);
       return false;
     }
     Buf line = {0};
-    buf_printf(&line, "%.*s: %s", (int)(eq - h), h, eq + 1);
+    buf_printf(&line, "%.*s: %.*s", (int)key_len, key, (int)value_len, value);
     o->header_lines[i] = line.data;
   }
   return true;

@@ -226,9 +226,9 @@ static json_t *iso_time(struct timespec start_wall, int64_t offset_ns) {
 // vLLM's rps_change_events of a ramp-up: each stamped when its request is due.
 static json_t *rps_change_events(const ArrivalParams *ap, size_t n, const int64_t *offsets_ns,
                                  struct timespec start_wall) {
-  int *rps = xmalloc((n + 1) * sizeof *rps);
-  size_t *first = xmalloc((n + 1) * sizeof *first);
-  size_t num = arrivals_rps_changes(ap, n, rps, first);
+  int *rps;
+  size_t *first;
+  size_t num = arrivals_rps_changes(ap, n, &rps, &first);
   json_t *events = json_array();
   for (size_t k = 0; k < num; k++)
     json_array_append_new(events, json_pack("{s:i, s:o}", "rps", rps[k], "timestamp",

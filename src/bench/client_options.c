@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bench/client_internal.h"
 #include "common/buf.h"
@@ -56,11 +57,22 @@ void client_global_init(void) {
   pthread_once(&once, global_init_once);
 }
 
+// Whether one of o's extra headers is named like line's ("Name: ..."), case-insensitively: it
+// replaces that built-in one, as a dict update does in vLLM.
+static bool overridden(const ClientOptions *o, const char *line) {
+  size_t len = (size_t)(strchr(line, ':') - line);
+  for (size_t i = 0; i < o->num_headers; i++)
+    if (strncasecmp(o->headers[i], line, len) == 0 && o->headers[i][len] == ':') return true;
+  return false;
+}
+
 struct curl_slist *client_headers(const ClientOptions *o) {
   Buf auth = {0};
   buf_printf(&auth, "Authorization: Bearer %s", o->api_key ? o->api_key : "None");
-  struct curl_slist *list = curl_slist_append(NULL, "Content-Type: application/json");
-  list = curl_slist_append(list, auth.data);
+  struct curl_slist *list = NULL;
+  static const char content_type[] = "Content-Type: application/json";
+  if (!overridden(o, content_type)) list = curl_slist_append(list, content_type);
+  if (!overridden(o, auth.data)) list = curl_slist_append(list, auth.data);
   for (size_t i = 0; i < o->num_headers; i++) list = curl_slist_append(list, o->headers[i]);
   list = curl_slist_append(list, "Expect:");
   CHECK(list != NULL);

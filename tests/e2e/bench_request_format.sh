@@ -64,4 +64,9 @@ tap_ok "--logprobs N is sent, --extra-body merged over it" \
 "$bin" bench --port "$port" --model m --num-prompts 1 --random-input-len 4 --random-output-len 2 \
   --logprobs 3 --ready-check-timeout-sec 0 > /dev/null 2>&1
 tap_ok "--logprobs 3: \"logprobs\": 3" [ "$(req 1 'r.body.logprobs')" = 3 ]
+: > "$tmp/requests.jsonl"
+"$bin" bench --port "$port" --model m --num-prompts 1 --random-input-len 4 --random-output-len 2 \
+  --header ' authorization = Bearer sk-x ' --ready-check-timeout-sec 0 > /dev/null 2>&1
+tap_ok "--header Authorization=... replaces the built-in one (stripped, as later vLLM)" \
+  [ "$(req 1 'r.headers.authorization')" = "Bearer sk-x" ]
 tap_done

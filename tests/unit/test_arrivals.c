@@ -109,35 +109,43 @@ static void test_ramp_up_rates(void **state) {
   assert_true(arrivals_rate(&fixed, 7, 10) == 3.5);
 }
 
-// vLLM's rps_change_events: the start rate, then each rise of int(rate) at the request that
-// raised it (a jump of several counts once: linear 1, 4, 7, 10 never records 2 or 3).
+// vLLM's rps_change_events: the start rate, then on each rise of int(rate) every integer rate
+// passed, all at the request that raised it (linear 1, 4, 7, 10: 2, 3 and 4 at request 1).
 static void test_rps_change_events(void **state) {
   (void)state;
-  int rps[6];
-  size_t first[6];
+  int *rps;
+  size_t *first;
   ArrivalParams lin = {.request_rate = INFINITY, .burstiness = 1, .ramp_up = ARRIVALS_RAMP_LINEAR,
                        .ramp_up_start_rps = 1, .ramp_up_end_rps = 2};
   // rates 1, 1.25, 1.5, 1.75, 2: the start, then 2 at request 4
-  assert_int_equal(arrivals_rps_changes(&lin, 5, rps, first), 2);
+  assert_int_equal(arrivals_rps_changes(&lin, 5, &rps, &first), 2);
   assert_int_equal(rps[0], 1);
   assert_true(first[0] == SIZE_MAX);
   assert_int_equal(rps[1], 2);
   assert_int_equal(first[1], 4);
-  lin.ramp_up_end_rps = 10;  // rates 1, 4, 7, 10
-  assert_int_equal(arrivals_rps_changes(&lin, 4, rps, first), 4);
-  assert_int_equal(rps[1], 4);
-  assert_int_equal(first[1], 1);
-  assert_int_equal(rps[3], 10);
-  assert_int_equal(first[3], 3);
+  free(rps);
+  free(first);
+  lin.ramp_up_end_rps = 10;  // rates 1, 4, 7, 10: ten events
+  assert_int_equal(arrivals_rps_changes(&lin, 4, &rps, &first), 10);
+  static const int want_rps[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  static const size_t want_first[] = {SIZE_MAX, 1, 1, 1, 2, 2, 2, 3, 3, 3};
+  for (size_t k = 0; k < 10; k++) {
+    assert_int_equal(rps[k], want_rps[k]);
+    assert_true(first[k] == want_first[k]);
+  }
+  free(rps);
+  free(first);
   ArrivalParams exp_ramp = lin;
   exp_ramp.ramp_up = ARRIVALS_RAMP_EXPONENTIAL;
-  exp_ramp.ramp_up_end_rps = 4;  // rates 1, 4^0.5 = 2 (exact), 4
-  assert_int_equal(arrivals_rps_changes(&exp_ramp, 3, rps, first), 3);
-  assert_int_equal(rps[1], 2);
-  assert_int_equal(first[1], 1);
-  assert_int_equal(rps[2], 4);
+  exp_ramp.ramp_up_end_rps = 4;  // rates 1, 4^0.5 = 2 (exact), 4: 1; 2 at 1; 3, 4 at 2
+  assert_int_equal(arrivals_rps_changes(&exp_ramp, 3, &rps, &first), 4);
+  assert_int_equal(rps[3], 4);
+  assert_int_equal(first[2], 2);
+  free(rps);
+  free(first);
   ArrivalParams fixed = {.request_rate = 3, .burstiness = 1};
-  assert_int_equal(arrivals_rps_changes(&fixed, 4, rps, first), 0);
+  assert_int_equal(arrivals_rps_changes(&fixed, 4, &rps, &first), 0);
+  assert_null(rps);
 }
 
 static void test_same_seed_same_schedule(void **state) {

@@ -94,7 +94,7 @@ static void test_ramp_up_and_other_vllm_flags(void **state) {
   BenchOptions o;
   char err[512];
   assert_true(PARSE(&o, err, "--ramp-up-strategy", "linear", "--ramp-up-start-rps", "2",
-                    "--ramp-up-end-rps", "20", "--header", "X-A=1", "X-B=c=d", "--logprobs", "5",
+                    "--ramp-up-end-rps", "20", "--header", "X-A=1", " X-B = c=d ", "--logprobs", "5",
                     "--no-stream", "--use-beam-search", "--trust-remote-code", "--tokenizer-mode",
                     "auto"));
   assert_string_equal(o.ramp_up_strategy, "linear");
