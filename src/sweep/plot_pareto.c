@@ -32,7 +32,7 @@ static bool point_of(const RunData *run, size_t e, size_t w, Point *p) {
   return true;
 }
 
-static bool in_grid(const RunData *run, size_t w, const char *base) {
+bool pareto_in_grid(const RunData *run, size_t w, const char *base) {
   return run->workloads[w].grid_base && strcmp(run->workloads[w].grid_base, base) == 0;
 }
 
@@ -42,7 +42,7 @@ static Point *grid_points(const RunData *run, const char *base, size_t *n) {
   *n = 0;
   for (size_t e = 0; e < run->num_engines; e++)
     for (size_t w = 0; w < run->num_workloads; w++)
-      if (in_grid(run, w, base) && point_of(run, e, w, &points[*n])) ++*n;
+      if (pareto_in_grid(run, w, base) && point_of(run, e, w, &points[*n])) ++*n;
   return points;
 }
 

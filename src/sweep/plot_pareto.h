@@ -17,6 +17,9 @@
 // x[j] >= x[i] and y[j] <= y[i], one of them strictly. Equal points are all on the front.
 void pareto_front(const double *x, const double *y, size_t n, bool *on_front);
 
+// Whether workload w is a point of grid base.
+bool pareto_in_grid(const RunData *run, size_t w, const char *base);
+
 // The workload grids with at least two charted points: their base ids (borrowed from run), in
 // order of first appearance. Returns how many (at most max).
 size_t pareto_grids(const RunData *run, const char **bases, size_t max);

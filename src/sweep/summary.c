@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/file.h"
+#include "sweep/plot_pareto.h"
 
 // Markdown table text: '|' would end the cell, newlines the row.
 static void cell_text(Buf *out, const char *s) {
@@ -49,6 +50,7 @@ static void engine_table(Buf *out, const RunData *run) {
   for (size_t e = 0; e < run->num_engines; e++) {
     const RunEngine *eng = &run->engines[e];
     const RunPair *p = run_data_pair(run, e, w);
+    if (!p->given) continue;  // the engine was never to run it
     buf_append_str(out, "| ");
     cell_text(out, eng->label);
     buf_printf(out, " | %d |", eng->gpus);
@@ -204,6 +206,46 @@ static void compare_table(Buf *out, const RunData *run, const RunData *compare) 
     }
 }
 
+// Per workload grid (plot_pareto.c's: two or more charted points): a row per configuration
+// given the grid, a column per point, cells "per-GPU total tok/s / mean TPOT ms" (medians).
+static void grid_tables(Buf *out, const RunData *run) {
+  const char *grids[64];
+  size_t num_grids = pareto_grids(run, grids, sizeof grids / sizeof *grids);
+  for (size_t g = 0; g < num_grids; g++) {
+    buf_printf(out, "\n## Grid %s: per-GPU total tok/s / mean TPOT ms\n| configuration |", grids[g]);
+    size_t num_points = 0;
+    for (size_t w = 0; w < run->num_workloads; w++)
+      if (pareto_in_grid(run, w, grids[g])) {
+        buf_append_byte(out, ' ');
+        cell_text(out, run->workloads[w].grid_point);
+        buf_append_str(out, " |");
+        num_points++;
+      }
+    buf_append_str(out, "\n|---|");
+    for (size_t k = 0; k < num_points; k++) buf_append_str(out, "---|");
+    buf_append_byte(out, '\n');
+    for (size_t e = 0; e < run->num_engines; e++) {
+      bool given = false;
+      for (size_t w = 0; w < run->num_workloads; w++)
+        given |= pareto_in_grid(run, w, grids[g]) && run_data_pair(run, e, w)->given;
+      if (!given) continue;
+      buf_append_str(out, "| ");
+      cell_text(out, run->engines[e].label);
+      buf_append_str(out, " |");
+      for (size_t w = 0; w < run->num_workloads; w++) {
+        if (!pareto_in_grid(run, w, grids[g])) continue;
+        const RunPair *p = run_data_pair(run, e, w);
+        RunStat x = run_data_stat(p, "total_token_throughput"), y = run_data_stat(p, "mean_tpot_ms");
+        if (run_data_engine_failed(&run->engines[e]) || x.num_values == 0 || y.num_values == 0)
+          buf_append_str(out, " - |");
+        else
+          buf_printf(out, " %.2f / %.2f |", x.median / run->engines[e].gpus, y.median);
+      }
+      buf_append_byte(out, '\n');
+    }
+  }
+}
+
 static void result_blocks(Buf *out, const RunData *run) {
   buf_append_str(out, "\n## Result blocks\n");
   for (size_t e = 0; e < run->num_engines; e++) {
@@ -258,6 +300,7 @@ void summary_render_md(Buf *out, const RunData *run, const RunData *compare) {
   options_table(out, run, compare);
   baseline_table(out, run, compare);
   if (compare) compare_table(out, run, compare);
+  grid_tables(out, run);
   result_blocks(out, run);
 }
 

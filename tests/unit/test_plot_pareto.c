@@ -2,7 +2,8 @@
 // of tests/fixtures/sweep/grid-run.json (two configurations over a grid of three request rates;
 // B has 2 GPUs, so its per-GPU throughputs are half its totals): front (150, 8) B, (300, 20) A,
 // (500, 50) A, (600, 60) B; (100, 10) and (250, 30) are dominated. Also that a pair the engine
-// was never given is no "(no result)" block in the summary, while one it was given is.
+// was never given is no "(no result)" block in the summary, while one it was given is; and the
+// summary's grid table with the same per-GPU figures.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -61,6 +62,12 @@ static void test_grid_chart(void **state) {
   Buf md = {0};
   summary_render_md(&md, &run, NULL);
   assert_null(strstr(md.data, "### A / other"));  // never given to A
+  assert_non_null(strstr(md.data,
+                         "## Grid r: per-GPU total tok/s / mean TPOT ms\n"
+                         "| configuration | request-rate=1 | request-rate=4 | request-rate=inf |\n"
+                         "|---|---|---|---|\n"
+                         "| A | 100.00 / 10.00 | 300.00 / 20.00 | 500.00 / 50.00 |\n"
+                         "| B two | 150.00 / 8.00 | 250.00 / 30.00 | 600.00 / 60.00 |\n"));
   assert_non_null(strstr(md.data, "### B two / other\n(no result)"));  // given, not measured
   buf_free(&md);
   buf_free(&data);
