@@ -1,14 +1,22 @@
-// gate.c: the gate's comparison and table (see gate.h). Medians decide; the min-max spread over
-// repeats only adds a note, so a noisy change is visible but judged the same way.
+// gate.c: the gate's comparison and table (see gate.h). A row regresses when the medians'
+// change is worse than --max-drop and the Mann-Whitney p < --alpha; where the test cannot decide
+// (one sample on a side, or too few on both to ever reach alpha) the medians alone decide and
+// the row says so.
 #include "sweep/gate.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "bench/stats.h"
 #include "common/buf.h"
+#include "common/check.h"
+#include "sweep/rank_test.h"
 
 // Slack so that a drop of exactly --max-drop passes despite rounding in the division.
 #define GATE_EPS_PCT 1e-9
+// How many candidate samples the closing hint looks through for one that can reach alpha.
+#define GATE_MAX_HINT_SAMPLES 1000
 
 static bool ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), m = strlen(suffix);
@@ -28,34 +36,85 @@ int gate_metric_direction(const char *key) {
 typedef struct {
   size_t num_rows;
   size_t num_regressions;
-  Buf missing;  // "engine/workload, ..." the candidate lacks
+  size_t num_noise;        // rows worse than --max-drop whose change the test put within noise
+  size_t num_median_only;  // rows the rank test could not decide
+  Buf median_only_why;     // why, for the first of them, with what would let the test decide
+  Buf missing;             // "engine/workload, ..." the candidate lacks
 } GateTally;
 
 static void print_row(FILE *out, const char *engine, const char *workload, const char *metric,
                       const char *base, const char *cand, const char *change,
-                      const char *verdict) {
-  fprintf(out, "%-22s %-14s %-30s %14s %14s %9s  %s\n", engine, workload, metric, base, cand,
-          change, verdict);
+                      const char *samples, const char *p, const char *verdict) {
+  fprintf(out, "%-22s %-14s %-30s %14s %14s %9s %7s %7s  %s\n", engine, workload, metric, base,
+          cand, change, samples, p, verdict);
 }
 
-// One metric of an (engine, workload) pair as the gate judges it: per GPU when asked, and
-// divided by the reference engine's median on the same workload when ref >= 0. num_values 0:
-// the metric (or the reference's) is missing or the reference's is 0.
-static RunStat judged_stat(const RunData *r, size_t engine, size_t workload, const char *metric,
-                           bool per_gpu, long ref) {
-  RunStat s = run_data_stat(run_data_pair(r, engine, workload), metric);
+// The reference's value of the metric in the given repeat; NAN when that repeat has none.
+static double repeat_value(const RunPair *pair, int repeat, const char *metric) {
+  for (size_t i = 0; i < pair->num_results; i++) {
+    json_t *v = json_object_get(pair->results[i], metric);
+    if (pair->repeats[i] == repeat && json_is_number(v)) return json_number_value(v);
+  }
+  return NAN;
+}
+
+// One metric of an (engine, workload) pair as the gate judges it, one value per repeat into
+// values[pair's num_results]: per GPU when asked, and divided by the reference engine's value of
+// the same repeat when ref >= 0 (a repeat the reference lacks, or where its value is 0, is left
+// out). Returns the number of values; 0: the metric (or the reference's) is missing.
+static size_t judged_values(const RunData *r, size_t engine, size_t workload, const char *metric,
+                            bool per_gpu, long ref, double *values) {
+  const RunPair *pair = run_data_pair(r, engine, workload);
+  const RunPair *ref_pair = ref >= 0 ? run_data_pair(r, (size_t)ref, workload) : NULL;
   double scale = per_gpu ? r->engines[engine].gpus : 1;
-  if (ref >= 0) {
-    RunStat rs = run_data_stat(run_data_pair(r, (size_t)ref, workload), metric);
-    if (rs.num_values == 0 || rs.median == 0) s.num_values = 0;
-    scale *= rs.median / (per_gpu ? r->engines[ref].gpus : 1);
+  double ref_scale = per_gpu && ref >= 0 ? r->engines[ref].gpus : 1;
+  size_t num = 0;
+  for (size_t i = 0; i < pair->num_results; i++) {
+    json_t *v = json_object_get(pair->results[i], metric);
+    if (!json_is_number(v)) continue;
+    double x = json_number_value(v) / scale;
+    if (ref_pair) {
+      double d = repeat_value(ref_pair, pair->repeats[i], metric);
+      if (isnan(d) || d == 0) continue;
+      x /= d / ref_scale;
+    }
+    values[num++] = x;
   }
-  if (s.num_values > 0) {
-    s.median /= scale;
-    s.min /= scale;
-    s.max /= scale;
+  return num;
+}
+
+static double median(const double *values, size_t num) {
+  double *sorted = stats_sorted_copy(values, num);
+  double m = stats_median(sorted, num);
+  free(sorted);
+  return m;
+}
+
+// Why the rank test cannot decide between nb baseline and nc candidate samples at alpha, into
+// why (a row's note); "" when it can. The first such row also fills the tally's closing note.
+static void median_only_reason(GateTally *t, size_t nb, size_t nc, double alpha, char *why,
+                               size_t why_size) {
+  why[0] = 0;
+  if (nb < 2 || nc < 2) {
+    snprintf(why, why_size, "median only: 1 sample%s",
+             nb < 2 && nc < 2 ? " each" : nb < 2 ? " in the baseline" : " in the candidate");
+    if (t->num_median_only++ == 0)
+      buf_printf(&t->median_only_why, "a side with 1 sample, and the rank test needs 2 or more "
+                 "on each: raise [sweep] repeat or rounds (a baseline: record it with --rounds)");
+    return;
   }
-  return s;
+  double min_p = rank_test_min_p(nb, nc);
+  if (min_p < alpha) return;
+  snprintf(why, why_size, "median only: %zu+%zu samples never give p < %g", nb, nc, alpha);
+  if (t->num_median_only++ > 0) return;
+  buf_printf(&t->median_only_why, "with %zu baseline and %zu candidate samples the smallest "
+             "two-sided Mann-Whitney p is %.3g, never below --alpha %g; ", nb, nc, min_p, alpha);
+  size_t needed = rank_test_samples_needed(nb, alpha, GATE_MAX_HINT_SAMPLES);
+  if (needed > 0)
+    buf_printf(&t->median_only_why, "with %zu baseline samples the candidate needs %zu (its "
+               "[sweep] repeat x rounds)", nb, needed);
+  else
+    buf_printf(&t->median_only_why, "record the baseline with more rounds");
 }
 
 static void judge(FILE *out, GateTally *t, const RunData *b, size_t be, size_t bw,
@@ -63,34 +122,53 @@ static void judge(FILE *out, GateTally *t, const RunData *b, size_t be, size_t b
                   const GateOptions *o, long bref, long cref) {
   int dir = gate_metric_direction(metric);
   bool per_gpu = o->per_gpu && dir > 0 && strstr(metric, "throughput");
-  RunStat bs = judged_stat(b, be, bw, metric, per_gpu, bref);
-  RunStat cs = judged_stat(c, ce, cw, metric, per_gpu, cref);
-  char name[160], bt[48], ct[48], change[32] = "-", verdict[160];
+  double *bv = xcalloc(run_data_pair(b, be, bw)->num_results + 1, sizeof *bv);
+  double *cv = xcalloc(run_data_pair(c, ce, cw)->num_results + 1, sizeof *cv);
+  size_t nb = judged_values(b, be, bw, metric, per_gpu, bref, bv);
+  size_t nc = judged_values(c, ce, cw, metric, per_gpu, cref, cv);
+  char name[160], bt[48], ct[48], change[32] = "-", samples[48], pt[32] = "-", why[160];
+  char verdict[256];
   snprintf(name, sizeof name, "%s%s%s%s", metric, per_gpu ? "/GPU" : "",
            o->relative_to ? " / " : "", o->relative_to ? o->relative_to : "");
+  snprintf(samples, sizeof samples, "%zu:%zu", nb, nc);
   const char *engine = b->engines[be].id, *workload = b->workloads[bw].id;
   t->num_rows++;
-  if (bs.num_values == 0 || cs.num_values == 0) {
+  if (nb == 0 || nc == 0) {
     snprintf(verdict, sizeof verdict, "MISSING: no \"%s\" in the %s%s", metric,
-             bs.num_values == 0 ? "baseline" : "candidate", o->relative_to ? " or its reference" : "");
-    print_row(out, engine, workload, name, bs.num_values ? "" : "-", cs.num_values ? "" : "-",
-              change, verdict);
+             nb == 0 ? "baseline" : "candidate", o->relative_to ? " or its reference" : "");
+    print_row(out, engine, workload, name, nb ? "" : "-", nc ? "" : "-", change, samples, pt,
+              verdict);
     buf_printf(&t->missing, "%s%s/%s (%s)", t->missing.len ? ", " : "", engine, workload, metric);
+    free(bv);
+    free(cv);
     return;
   }
+  double bmed = median(bv, nb), cmed = median(cv, nc);
   const char *format = o->relative_to ? "%.3f" : "%.2f";  // ratios near 1 need more digits
-  snprintf(bt, sizeof bt, format, bs.median);
-  snprintf(ct, sizeof ct, format, cs.median);
-  double change_pct = bs.median != 0 ? (cs.median - bs.median) / fabs(bs.median) * 100 : 0;
-  if (bs.median != 0) snprintf(change, sizeof change, "%+.1f%%", change_pct);
+  snprintf(bt, sizeof bt, format, bmed);
+  snprintf(ct, sizeof ct, format, cmed);
+  double change_pct = bmed != 0 ? (cmed - bmed) / fabs(bmed) * 100 : 0;
+  if (bmed != 0) snprintf(change, sizeof change, "%+.1f%%", change_pct);
   double drop_pct = dir > 0 ? -change_pct : change_pct;
-  bool regression = drop_pct > o->max_drop_pct + GATE_EPS_PCT;
-  const char *word = regression ? "REGRESSION" : drop_pct < -o->max_drop_pct ? "improved" : "ok";
+  bool worse = drop_pct > o->max_drop_pct + GATE_EPS_PCT, better = drop_pct < -o->max_drop_pct;
+  median_only_reason(t, nb, nc, o->alpha, why, sizeof why);
+  bool significant = true;  // the median rule alone where the test cannot decide
+  if (!why[0]) {
+    double p = rank_test_mann_whitney(cv, nc, bv, nb).p;
+    snprintf(pt, sizeof pt, "%.2g", p);
+    significant = p < o->alpha;
+  }
+  bool regression = worse && significant;
+  const char *word = regression                ? "REGRESSION"
+                     : better && significant   ? "improved"
+                     : worse || better         ? "ok: within noise"
+                                               : "ok";
   t->num_regressions += regression;
-  bool spread = (bs.num_values > 1 || cs.num_values > 1) && cs.min <= bs.max && bs.min <= cs.max;
-  snprintf(verdict, sizeof verdict, "%s%s", word,
-           spread ? " (within the measured spread)" : "");
-  print_row(out, engine, workload, name, bt, ct, change, verdict);
+  t->num_noise += worse && !significant;
+  snprintf(verdict, sizeof verdict, "%s%s%s%s", word, why[0] ? " (" : "", why, why[0] ? ")" : "");
+  print_row(out, engine, workload, name, bt, ct, change, samples, pt, verdict);
+  free(bv);
+  free(cv);
 }
 
 // The reference engine's index in run, or -1 with the reason in why when it cannot serve as one.
@@ -133,7 +211,8 @@ GateResult gate_run(FILE *out, const RunData *baseline, const RunData *candidate
   }
   print_machine(out, "baseline", baseline);
   print_machine(out, "candidate", candidate);
-  print_row(out, "engine", "workload", "metric", "baseline", "candidate", "change", "verdict");
+  print_row(out, "engine", "workload", "metric", "baseline", "candidate", "change", "n b:c", "p",
+            "verdict");
   for (size_t e = 0; e < baseline->num_engines; e++)
     for (size_t w = 0; w < baseline->num_workloads; w++) {
       if (run_data_pair(baseline, e, w)->num_results == 0 || (long)e == bref) continue;
@@ -145,13 +224,13 @@ GateResult gate_run(FILE *out, const RunData *baseline, const RunData *candidate
         char verdict[512];
         snprintf(verdict, sizeof verdict, "REGRESSION: the engine failed: %s",
                  error ? error : "(no error line recorded)");
-        print_row(out, eid, wid, "-", "", "-", "-", verdict);
+        print_row(out, eid, wid, "-", "", "-", "-", "-", "-", verdict);
         t.num_rows++;
         t.num_regressions++;
         continue;
       }
       if (ce < 0 || cw < 0 || run_data_pair(candidate, (size_t)ce, (size_t)cw)->num_results == 0) {
-        print_row(out, eid, wid, "-", "", "-", "-", "MISSING in the candidate");
+        print_row(out, eid, wid, "-", "", "-", "-", "-", "-", "MISSING in the candidate");
         buf_printf(&t.missing, "%s%s/%s", t.missing.len ? ", " : "", eid, wid);
         continue;
       }
@@ -162,6 +241,9 @@ GateResult gate_run(FILE *out, const RunData *baseline, const RunData *candidate
   char mode[192] = "";
   if (o->relative_to)
     snprintf(mode, sizeof mode, " (ratios to engine '%s' of the same run)", o->relative_to);
+  if (t.num_median_only > 0)
+    fprintf(out, "gate: note: %zu of %zu comparison%s judged on medians only: %s\n",
+            t.num_median_only, t.num_rows, t.num_rows == 1 ? "" : "s", t.median_only_why.data);
   GateResult result = GATE_PASS;
   if (t.missing.len > 0) {
     fprintf(out, "gate: UNUSABLE: missing pairs: %s\n", t.missing.data);
@@ -170,13 +252,18 @@ GateResult gate_run(FILE *out, const RunData *baseline, const RunData *candidate
     fprintf(out, "gate: UNUSABLE: the baseline %s has no results\n", baseline->path);
     result = GATE_UNUSABLE;
   } else if (t.num_regressions > 0) {
-    fprintf(out, "gate: FAIL: %zu regression%s (more than %.1f%% worse)%s\n", t.num_regressions,
-            t.num_regressions == 1 ? "" : "s", o->max_drop_pct, mode);
+    fprintf(out, "gate: FAIL: %zu regression%s (more than %.1f%% worse, and Mann-Whitney p < %g "
+            "where the test can decide)%s\n", t.num_regressions,
+            t.num_regressions == 1 ? "" : "s", o->max_drop_pct, o->alpha, mode);
     result = GATE_REGRESSION;
   } else {
-    fprintf(out, "gate: PASS: %zu comparison%s within %.1f%%%s\n", t.num_rows,
-            t.num_rows == 1 ? "" : "s", o->max_drop_pct, mode);
+    fprintf(out, "gate: PASS: %zu comparison%s within %.1f%%", t.num_rows - t.num_noise,
+            t.num_rows - t.num_noise == 1 ? "" : "s", o->max_drop_pct);
+    if (t.num_noise > 0)
+      fprintf(out, ", %zu worse but within noise (p >= %g)", t.num_noise, o->alpha);
+    fprintf(out, "%s\n", mode);
   }
   buf_free(&t.missing);
+  buf_free(&t.median_only_why);
   return result;
 }

@@ -49,10 +49,11 @@ RankTest rank_test_mann_whitney(const double *x, size_t n, const double *y, size
   for (size_t i = 0; i < m; i++) pool[n + i] = (Pooled){y[i], false};
   qsort(pool, num, sizeof *pool, compare_pooled);
   long *rank2 = xcalloc(num, sizeof *rank2);
-  long sum2 = 0;       // the first sample's doubled rank sum
-  double ties = 0;     // sum of t^3 - t over tie groups
+  long sum2 = 0;    // the first sample's doubled rank sum
+  double ties = 0;  // sum of t^3 - t over tie groups
   for (size_t i = 0, j; i < num; i = j) {
-    for (j = i + 1; j < num && pool[j].value == pool[i].value; j++) {}
+    j = i + 1;
+    while (j < num && pool[j].value == pool[i].value) j++;
     double t = (double)(j - i);
     ties += t * t * t - t;
     for (size_t k = i; k < j; k++) {

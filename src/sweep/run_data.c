@@ -182,12 +182,14 @@ static bool parse_manifest(RunData *run, const char *file, char *err, size_t err
   return true;
 }
 
-static void pair_add(RunPair *p, json_t *result) {
+static void pair_add(RunPair *p, json_t *result, int repeat) {
   p->results = xrealloc(p->results, (p->num_results + 1) * sizeof *p->results);
-  p->results[p->num_results++] = result;
+  p->repeats = xrealloc(p->repeats, (p->num_results + 1) * sizeof *p->repeats);
+  p->results[p->num_results] = result;
+  p->repeats[p->num_results++] = repeat;
 }
 
-// "results": {"<engine>/<workload>": {...} | [{...}, ...]} of a result file.
+// "results": {"<engine>/<workload>": {...} | [{...} | null, ...]} of a result file.
 static bool load_results_member(RunData *run, const char *file, char *err, size_t err_size) {
   json_t *results = json_object_get(run->manifest, "results");
   if (!json_is_object(results)) {
@@ -213,12 +215,13 @@ static bool load_results_member(RunData *run, const char *file, char *err, size_
     size_t n = json_is_array(value) ? json_array_size(value) : 1;
     for (size_t i = 0; i < n; i++) {
       json_t *item = json_is_array(value) ? json_array_get(value, i) : value;
+      if (json_is_array(value) && json_is_null(item)) continue;  // a repeat without a result
       if (!json_is_object(item)) {
-        snprintf(err, err_size, "%s: results: \"%s\" must be an object or an array of them",
-                 file, key);
+        snprintf(err, err_size, "%s: results: \"%s\" must be an object or an array of them "
+                 "(null for a repeat without a result)", file, key);
         return false;
       }
-      pair_add(p, item);
+      pair_add(p, item, (int)i + 1);
     }
   }
   return true;
@@ -246,7 +249,7 @@ static bool load_result_files(RunData *run, char *err, size_t err_size) {
         }
         run->files = xrealloc(run->files, (run->num_files + 1) * sizeof *run->files);
         run->files[run->num_files++] = result;
-        pair_add(p, result);
+        pair_add(p, result, k);
       }
       buf_free(&path);
     }
@@ -274,8 +277,10 @@ bool run_data_load(RunData *run, const char *path, char *err, size_t err_size) {
 }
 
 void run_data_free(RunData *run) {
-  for (size_t i = 0; run->pairs && i < run->num_engines * run->num_workloads; i++)
+  for (size_t i = 0; run->pairs && i < run->num_engines * run->num_workloads; i++) {
     free(run->pairs[i].results);
+    free(run->pairs[i].repeats);
+  }
   for (size_t i = 0; i < run->num_comparisons; i++) free(run->comparisons[i].candidates);
   for (size_t i = 0; i < run->num_files; i++) json_decref(run->files[i]);
   free(run->files);
@@ -358,9 +363,12 @@ json_t *run_data_export(const RunData *run) {
     Buf key = {0};
     buf_printf(&key, "%s/%s", run->engines[p->engine].id, run->workloads[p->workload].id);
     json_t *value = json_array();
-    for (size_t k = 0; k < p->num_results; k++)
+    for (size_t k = 0; k < p->num_results; k++) {
+      while (json_array_size(value) + 1 < (size_t)p->repeats[k])  // keep the repeat numbers
+        json_array_append_new(value, json_null());
       json_array_append_new(value, json_deep_copy(p->results[k]));
-    if (p->num_results == 1) {
+    }
+    if (json_array_size(value) == 1) {
       json_t *one = json_incref(json_array_get(value, 0));
       json_decref(value);
       value = one;

@@ -36,12 +36,15 @@ typedef struct {
   bool per_gpu;          // compare throughput per GPU
 } RunComparison;
 
-// One result per repeat of an (engine, workload) pair; results[k] is the k+1-th repeat's vLLM
-// result object (borrowed from the loaded JSON).
+// One result per repeat of an (engine, workload) pair, in repeat order: results[i] is the vLLM
+// result object (borrowed from the loaded JSON) of repeat repeats[i].
 typedef struct {
   size_t engine;    // index into RunData.engines
   size_t workload;  // index into RunData.workloads
   json_t **results;  // [num_results]; 0 results: no file was found for the pair
+  // [num_results] 1-based repeat numbers: k of <workload>.r<k>.json, or the position in a result
+  // file's array (a null item there is a repeat without a result), so a gap keeps the numbering
+  int *repeats;
   size_t num_results;
   bool given;        // the engine was to run the workload (its `workloads` in the sweep file)
 } RunPair;
