@@ -88,7 +88,8 @@ tap_ok "gate: fails against a clearly faster baseline" gate_fails
 # `base` engine, so a CPU 4x slower than the baseline's (or a busy one) moves both sides alike.
 # Medians of three rounds moved by -14% to +10% against the baseline in 14 runs, quiet and beside a
 # parallel build (docs/PERF.md); 30% holds that and still catches a 2x slower engine
-# (gate_slowdown.sh: -38% to -56% in the same runs).
+# (gate_slowdown.sh: -38% to -56% in the same runs). A row fails only when, besides, the
+# Mann-Whitney test of the run's 3 per-round ratios against the baseline's 9 gives p < 0.05.
 gate_baseline() {  # its table goes to the log as TAP comments either way
   "$bin" gate results/baselines/ci-cpu.json "$run" --relative-to base --max-drop 30 > "$tmp/gate.txt" 2>&1
   local rc=$?
