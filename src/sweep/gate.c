@@ -197,6 +197,7 @@ static void print_machine(FILE *out, const char *which, const RunData *run) {
 
 GateResult gate_run(FILE *out, const RunData *baseline, const RunData *candidate,
                     const GateOptions *o) {
+  CHECK(o->alpha > 0 && o->alpha < 1);
   GateTally t = {0};
   long bref = -1, cref = -1;
   if (o->relative_to) {
