@@ -51,7 +51,8 @@ int gate_cmd_main(int argc, char **argv) {
     } else if (strcmp(a, "--relative-to") == 0 && i + 1 < argc) {
       o.relative_to = argv[++i];
     } else if (strcmp(a, "--metric") == 0 && i + 1 < argc) {
-      if (strlen(argv[++i]) >= sizeof metric_list) return usage_error("--metric too long:", a);
+      if (strlen(argv[++i]) >= sizeof metric_list)
+        return usage_error("--metric: the list is too long (judge fewer keys per call):", argv[i]);
       strcpy(metric_list, argv[i]);
     } else if (strcmp(a, "--max-drop") == 0 && i + 1 < argc) {
       char *end;
