@@ -1,6 +1,6 @@
 // test_gate.c: the gate against the run folders and result files in tests/fixtures/sweep:
 // higher- and lower-is-better verdicts, the --max-drop boundary, --per-gpu, the median-only
-// fallback with 1 sample on a side, a missing pair (exit 2, named), a failed candidate engine,
+// fallback with 1 sample on either side, a missing pair (exit 2, named), a failed candidate engine,
 // --relative-to (ratios to a reference engine of each run: a slower machine passes, a
 // configuration that lost ground fails, a missing or failed reference is unusable), and
 // run_data (errors naming file, line and column; repeat numbers across a gap). Then the rank
@@ -97,6 +97,12 @@ static void test_one_sample_median_only(void **state) {
                                  "the candidate)"));
   assert_non_null(strstr(output, "gate: note: 1 of 1 comparison judged on medians only: a side "
                                  "with 1 sample"));
+  // The other way round, as with a baseline file that holds one value per pair: 940 -> the
+  // repeats' median 1000 is +6.4%, improved on the median alone, and the row says why.
+  assert_int_equal(gate(FIX "cand-spread.json", FIX "run-r3", "total_token_throughput", 5, false),
+                   GATE_PASS);
+  assert_non_null(strstr(output, "+6.4%     1:3       -  improved (median only: 1 sample in "
+                                 "the baseline)"));
 }
 
 static void test_missing_pair(void **state) {
