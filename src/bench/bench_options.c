@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "bench/dataset_select.h"
 #include "common/buf.h"
 #include "common/check.h"
 #include "common/file.h"
@@ -52,6 +53,16 @@ static const OptionSpec OPTIONS[] = {
     INT("random-output-len", random_output_len, 1, 1e7),
     DBL("random-range-ratio", random_range_ratio, 0, 0.999999),
     INT("random-prefix-len", random_prefix_len, 0, 1e7),
+    INT("random-batch-size", random_batch_size, 1, 1e7),
+    INT("sonnet-input-len", sonnet_input_len, 1, 1e7),
+    INT("sonnet-output-len", sonnet_output_len, 1, 1e7),
+    INT("sonnet-prefix-len", sonnet_prefix_len, 0, 1e7),
+    INT("custom-output-len", custom_output_len, 1, 1e7),
+    FLAG("custom-skip-chat-template", custom_skip_chat_template),
+    INT("prefix-repetition-prefix-len", prefix_repetition_prefix_len, 0, 1e7),
+    INT("prefix-repetition-suffix-len", prefix_repetition_suffix_len, 0, 1e7),
+    INT("prefix-repetition-num-prefixes", prefix_repetition_num_prefixes, 1, 1e7),
+    INT("prefix-repetition-output-len", prefix_repetition_output_len, 1, 1e7),
     {"seed", KIND_U64, offsetof(BenchOptions, seed), 0, 0, 0},
     DBL("request-rate", request_rate, 1e-9, INFINITY),
     DBL("burstiness", burstiness, 1e-9, 1e9),
@@ -96,10 +107,14 @@ const char BENCH_OPTIONS_USAGE[] =
     "          --backend vllm|openai|openai-chat (vllm: completions; openai-chat: chat)\n"
     "          --endpoint-type (the older spelling of --backend; must agree with it)\n"
     "          --model (default: first of GET /v1/models) --served-model-name --tokenizer --label\n"
-    "workload: --dataset-name random|sharegpt (random) --dataset-path FILE --num-prompts (1000)\n"
-    "          --sharegpt-output-len N --no-oversample --random-input-len (1024)\n"
-    "          --random-output-len (128) --random-range-ratio (0.0) --random-prefix-len (0)\n"
-    "          --seed (0)\n"
+    "workload: --dataset-name random|sharegpt|sonnet|burstgpt|custom|prefix_repetition (random)\n"
+    "          --dataset-path FILE --num-prompts (1000) --seed (0) --no-oversample\n"
+    "          --sharegpt-output-len N --random-input-len (1024) --random-output-len (128)\n"
+    "          --random-range-ratio (0.0) --random-prefix-len (0) --random-batch-size (1 only)\n"
+    "          --sonnet-input-len (550) --sonnet-output-len (150) --sonnet-prefix-len (200)\n"
+    "          --custom-output-len (256) --custom-skip-chat-template\n"
+    "          --prefix-repetition-prefix-len (256) --prefix-repetition-suffix-len (256)\n"
+    "          --prefix-repetition-num-prefixes (10) --prefix-repetition-output-len (128)\n"
     "traffic:  --request-rate (inf) --burstiness (1.0 = Poisson) --max-concurrency N\n"
     "          --ramp-up-strategy linear|exponential --ramp-up-start-rps N --ramp-up-end-rps N\n"
     "sampling: --ignore-eos --temperature (0.0) --top-p --top-k --min-p --logprobs N\n"
@@ -123,6 +138,15 @@ static void set_defaults(BenchOptions *o) {
       .sharegpt_output_len = -1,
       .random_input_len = 1024,
       .random_output_len = 128,
+      .random_batch_size = 1,
+      .sonnet_input_len = 550,
+      .sonnet_output_len = 150,
+      .sonnet_prefix_len = 200,
+      .custom_output_len = 256,
+      .prefix_repetition_prefix_len = 256,
+      .prefix_repetition_suffix_len = 256,
+      .prefix_repetition_num_prefixes = 10,
+      .prefix_repetition_output_len = 128,
       .request_rate = INFINITY,
       .burstiness = 1.0,
       .temperature = NAN,
@@ -143,6 +167,19 @@ static void set_defaults(BenchOptions *o) {
 }
 
 // vLLM v0.10.2 flags gptoss-bench refuses, and why (never accepted and ignored).
+#define HF_WHY                                                                                   \
+  "it belongs to --dataset-name hf, and hub downloads are not supported: vLLM fetches the data " \
+  "from the Hugging Face hub, and gptoss-bench has no hub client or network access; use a "      \
+  "local file with --dataset-name custom or sharegpt"
+#define MM_WHY                                                                               \
+  "it belongs to --dataset-name random-mm, and multimodal requests (images, video) are not " \
+  "supported: GPT-OSS is text only"
+#define SPEC_BENCH_WHY                                                                        \
+  "it belongs to --dataset-name spec_bench, which gptoss-bench does not implement; convert " \
+  "the questions to {\"prompt\"} lines and use --dataset-name custom --custom-output-len N"
+#define BLAZEDIT_WHY                                                                           \
+  "it belongs to vLLM's hub dataset vdaita/edit_5k_char (--dataset-name hf), and hub downloads " \
+  "are not supported: gptoss-bench has no hub client or network access"
 static const struct {
   const char *name, *why;
 } REFUSED[] = {
@@ -151,6 +188,18 @@ static const struct {
                 "server itself (perf, nsys)"},
     {"lora-modules", "LoRA adapters are not benchmarked by gptoss-bench (GPT-OSS serving in the "
                      "study has none); give the adapter's name as --model instead"},
+    {"hf-subset", HF_WHY},
+    {"hf-split", HF_WHY},
+    {"hf-name", HF_WHY},
+    {"hf-output-len", HF_WHY},
+    {"random-mm-base-items-per-request", MM_WHY},
+    {"random-mm-num-mm-items-range-ratio", MM_WHY},
+    {"random-mm-limit-mm-per-prompt", MM_WHY},
+    {"random-mm-bucket-config", MM_WHY},
+    {"spec-bench-output-len", SPEC_BENCH_WHY},
+    {"spec-bench-category", SPEC_BENCH_WHY},
+    {"blazedit-min-distance", BLAZEDIT_WHY},
+    {"blazedit-max-distance", BLAZEDIT_WHY},
 };
 
 static bool refused(const char *name, size_t len, char *err, size_t err_size) {
@@ -236,17 +285,7 @@ static bool resolve_backend(BenchOptions *o, char *err, size_t err_size) {
 
 static bool check_choices(BenchOptions *o, char *err, size_t err_size) {
   if (!resolve_backend(o, err, err_size)) return false;
-  if (strcmp(o->dataset_name, "random") != 0 && strcmp(o->dataset_name, "sharegpt") != 0) {
-    snprintf(err, err_size, "--dataset-name '%s' is not supported: use random or sharegpt",
-             o->dataset_name);
-    return false;
-  }
-  if (strcmp(o->dataset_name, "sharegpt") == 0 && !o->dataset_path) {
-    snprintf(err, err_size,
-             "--dataset-name sharegpt needs --dataset-path FILE (datasets/sharegpt-synth.json is "
-             "shipped; datasets/README.md says how to get the real ShareGPT file)");
-    return false;
-  }
+  if (!dataset_check_options(o, err, err_size)) return false;
   if (o->endpoint[0] != '/') {
     snprintf(err, err_size, "--endpoint '%s' must start with '/' (e.g. /v1/completions)", o->endpoint);
     return false;

@@ -21,7 +21,7 @@ typedef struct {
   const char *tokenizer;      // recorded as tokenizer_id; we always count with o200k_harmony
   const char *label;
   // workload
-  const char *dataset_name;   // random | sharegpt
+  const char *dataset_name;   // random | sharegpt | sonnet | burstgpt | custom | prefix_repetition
   const char *dataset_path;
   int num_prompts;            // 1000
   int sharegpt_output_len;    // -1: the dataset's answer length
@@ -30,6 +30,16 @@ typedef struct {
   int random_output_len;      // 128
   double random_range_ratio;  // 0.0, in [0, 1)
   int random_prefix_len;      // 0
+  int random_batch_size;      // 1 (above 1 is refused: embeddings only)
+  int sonnet_input_len;       // 550
+  int sonnet_output_len;      // 150
+  int sonnet_prefix_len;      // 200
+  int custom_output_len;      // 256
+  bool custom_skip_chat_template;
+  int prefix_repetition_prefix_len;    // 256
+  int prefix_repetition_suffix_len;    // 256
+  int prefix_repetition_num_prefixes;  // 10
+  int prefix_repetition_output_len;    // 128
   uint64_t seed;              // 0
   // traffic
   double request_rate;        // INFINITY: all at once

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "bench/arrivals.h"
-#include "bench/dataset.h"
+#include "bench/dataset_select.h"
 #include "bench/http_client.h"
 #include "bench/metrics.h"
 #include "bench/pyfmt.h"
@@ -82,32 +82,7 @@ static ClientOptions client_options(const BenchOptions *o, const char *url) {
 static bool load_dataset(const BenchOptions *o, const Tokenizer *tok, FILE *out, Dataset *d,
                          char *err, size_t err_size) {
   char e[1024];
-  bool ok;
-  if (strcmp(o->dataset_name, "sharegpt") == 0) {
-    ShareGptParams p = {.path = o->dataset_path,
-                        .num_requests = (size_t)o->num_prompts,
-                        .seed = o->seed,
-                        .output_len = o->sharegpt_output_len,
-                        .no_oversample = o->no_oversample};
-    ok = dataset_load_sharegpt(&p, tok, d, e, sizeof e);
-    if (ok && d->num_oversampled)
-      fprintf(out, "Oversampled requests to reach %d total samples.\n", o->num_prompts);
-  } else {
-    RandomParams p = {.num_requests = (size_t)o->num_prompts,
-                      .input_len = (uint32_t)o->random_input_len,
-                      .output_len = (uint32_t)o->random_output_len,
-                      .range_ratio = o->random_range_ratio,
-                      .prefix_len = (uint32_t)o->random_prefix_len,
-                      .seed = o->seed};
-    RandomBounds b;
-    ok = dataset_random_bounds(&p, &b, e, sizeof e);
-    if (ok) {
-      fprintf(out, "Sampling input_len from [%u, %u] and output_len from [%u, %u]\n", b.input_lo,
-             b.input_hi, b.output_lo, b.output_hi);
-      ok = dataset_make_random(&p, tok, d, e, sizeof e);
-    }
-  }
-  return ok || fail(err, err_size, e);
+  return dataset_from_options(o, tok, out, d, e, sizeof e) || fail(err, err_size, e);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // dataset.c: ShareGPT loading (Jansson) and the random dataset (see dataset.h). Owns the prompt
 // strings it hands out; does not send, time or print anything.
 #include "bench/dataset.h"
+#include "bench/dataset_internal.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 #include "bench/rng.h"
 #include "common/buf.h"
 #include "common/check.h"
+#include "text/harmony.h"
 #include "text/stream_decoder.h"
 #include "text/utf8.h"
 
@@ -18,16 +20,13 @@ static const char SHAREGPT_FORMAT[] =
     "a ShareGPT file is a JSON list of {\"id\": ..., \"conversations\": [{\"from\": \"human\", "
     "\"value\": \"...\"}, {\"from\": \"gpt\", \"value\": \"...\"}, ...]}";
 
-// Token count as the client's HF tokenizer gives it: special-token text counts as the special.
-static uint32_t count_tokens(const Tokenizer *tok, const char *text, size_t len, TokenIds *ids) {
+uint32_t dataset_count_tokens(const Tokenizer *tok, const char *text, size_t len, TokenIds *ids) {
   ids->len = 0;
   tok_encode(tok, text, len, true, ids);
   return (uint32_t)ids->len;
 }
 
-// Sets out to s[0..n) as a C string: a NUL byte (JSON's \u0000, or the token of byte 0) becomes
-// U+FFFD, so the prompt sent is the text that was counted.
-static void set_text_without_nul(Buf *out, const char *s, size_t n) {
+void dataset_set_text_without_nul(Buf *out, const char *s, size_t n) {
   buf_clear(out);
   buf_append(out, "", 0);
   const char *end = s + n, *nul;
@@ -104,9 +103,9 @@ static bool sample_pairs(const ShareGptParams *p, const Tokenizer *tok, const js
       break;
     }
     uint32_t output_len = fixed_output_len ? (uint32_t)p->output_len
-                                           : count_tokens(tok, answer, answer_size, &ids);
-    set_text_without_nul(&text, prompt, prompt_size);
-    uint32_t prompt_len = count_tokens(tok, text.data, text.len, &ids);
+                                           : dataset_count_tokens(tok, answer, answer_size, &ids);
+    dataset_set_text_without_nul(&text, prompt, prompt_size);
+    uint32_t prompt_len = dataset_count_tokens(tok, text.data, text.len, &ids);
     if (!is_valid_pair(prompt_len, output_len, fixed_output_len)) continue;
     out->requests[out->num_requests++] = (BenchRequest){
         .prompt = xstrdup(text.data), .prompt_len = prompt_len, .expected_output_len = output_len};
@@ -117,8 +116,7 @@ static bool sample_pairs(const ShareGptParams *p, const Tokenizer *tok, const js
   return ok;
 }
 
-// vLLM's maybe_oversample_requests: fill up with copies of uniformly drawn kept requests.
-static void oversample(Dataset *d, size_t num_requests, Rng *rng) {
+void dataset_oversample(Dataset *d, size_t num_requests, Rng *rng) {
   size_t num_kept = d->num_requests;
   while (d->num_requests < num_requests) {
     const BenchRequest *src = &d->requests[rng_below(rng, num_kept)];
@@ -169,7 +167,7 @@ bool dataset_load_sharegpt(const ShareGptParams *p, const Tokenizer *tok, Datase
                out->num_requests ? ", or drop --no-oversample to repeat conversations" : "");
       ok = false;
     }
-    if (ok) oversample(out, p->num_requests, &rng);
+    if (ok) dataset_oversample(out, p->num_requests, &rng);
   }
   if (ok && all_synth && out->num_requests > 0) out->name = "sharegpt-synth";
   free(order);
@@ -197,22 +195,20 @@ bool dataset_random_bounds(const RandomParams *p, RandomBounds *out, char *err, 
   return true;
 }
 
-// Text of ids as valid UTF-8, bytes that form no character becoming U+FFFD (HF's decode), and
-// without NUL bytes.
-static void decode_utf8(const Tokenizer *tok, const uint32_t *ids, size_t n, Buf *out) {
+void dataset_decode_utf8(const Tokenizer *tok, const uint32_t *ids, size_t n, Buf *out) {
   Buf raw = {0};
   stream_decoder_decode_all(tok, ids, n, &raw);
-  set_text_without_nul(out, raw.data, raw.len);
+  dataset_set_text_without_nul(out, raw.data, raw.len);
   buf_free(&raw);
 }
 
 // One random prompt: decode seq, re-encode, cut to target tokens, decode again.
 static BenchRequest random_request(const Tokenizer *tok, const TokenIds *seq, size_t target,
                                    uint32_t output_len, Buf *text, TokenIds *re) {
-  decode_utf8(tok, seq->data, seq->len, text);
-  count_tokens(tok, text->data, text->len, re);
+  dataset_decode_utf8(tok, seq->data, seq->len, text);
+  dataset_count_tokens(tok, text->data, text->len, re);
   if (re->len > target) re->len = target;
-  decode_utf8(tok, re->data, re->len, text);
+  dataset_decode_utf8(tok, re->data, re->len, text);
   return (BenchRequest){.prompt = xstrdup(text->data),
                         .prompt_len = (uint32_t)re->len,
                         .expected_output_len = output_len};
@@ -260,4 +256,13 @@ void dataset_free(Dataset *d) {
   for (size_t i = 0; i < d->num_requests; i++) free(d->requests[i].prompt);
   free(d->requests);
   *d = (Dataset){0};
+}
+
+void dataset_chat_template(const Tokenizer *tok, const char *user, Buf *out) {
+  TokenIds ids = {0};
+  harmony_render_prompt(tok, &(HarmonyMessage){.role = "user", .content = user}, 1, NULL, &ids);
+  buf_clear(out);
+  buf_append(out, "", 0);
+  tok_decode(tok, ids.data, ids.len, out);
+  token_ids_free(&ids);
 }
