@@ -81,7 +81,7 @@ static void test_errors_name_the_flag(void **state) {
   assert_refused(&o, PARSE(&o, err, "--port"), err, "--port needs a value");
   assert_refused(&o, PARSE(&o, err, "--endpoint-type", "grpc"), err, "--endpoint-type 'grpc'");
   assert_refused(&o, PARSE(&o, err, "--dataset-name", "sharegpt"), err, "--dataset-path");
-  assert_refused(&o, PARSE(&o, err, "--dataset-name", "sonnet"), err, "'sonnet'");
+  assert_refused(&o, PARSE(&o, err, "--dataset-name", "sonet"), err, "'sonet'");
   assert_refused(&o, PARSE(&o, err, "--ignore-eos=1"), err, "--ignore-eos takes no value");
   assert_refused(&o, PARSE(&o, err, "--goodput"), err, "--goodput needs at least one value");
   assert_refused(&o, PARSE(&o, err, "stray"), err, "'stray'");
