@@ -69,32 +69,10 @@ tap_ok "prefix_repetition: 24 requests, 24 x 24 input and 24 x 2 output tokens" 
   [ "$(json_get "$tmp/prefix.json" completed),$(json_get "$tmp/prefix.json" total_input_tokens),$(json_get "$tmp/prefix.json" total_output_tokens)" = 24,576,48 ]
 
 # What is sent, as an independent server records it.
-cat > "$tmp/server.js" <<'EOF'
-// Records each POST's JSON body as one line and streams one token, usage and [DONE], in the
-// completions or the chat format as the path asks.
-const http = require("http"), fs = require("fs");
-http.createServer((req, res) => {
-  let body = "";
-  req.on("data", c => (body += c));
-  req.on("end", () => {
-    if (req.method !== "POST") { res.writeHead(404); res.end(); return; }
-    fs.appendFileSync(process.argv[2], body.replace(/\n/g, " ") + "\n");
-    const chat = req.url.includes("chat");
-    res.writeHead(200, {"Content-Type": "text/event-stream"});
-    res.write("data: " + JSON.stringify({choices: [chat ? {index: 0, delta: {content: "a"}}
-                                                       : {index: 0, text: "a"}]}) + "\n\n");
-    res.write('data: {"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":1,"total_tokens":5}}\n\n');
-    res.end("data: [DONE]\n\n");
-  });
-}).listen(0, "127.0.0.1", function () { console.log("listening " + this.address().port); });
-EOF
-node "$tmp/server.js" "$tmp/bodies.jsonl" > "$tmp/server.out" 2>&1 &
-pids+=($!)
-port=$(wait_for_output "$tmp/server.out" 's/^listening //p' 50) || { echo "Bail out! the node server did not start"; exit 1; }
-sent() {  # line of bodies.jsonl, JS expression on b (the body)
-  node -e 'const b = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8").split("\n")[process.argv[2] - 1]);
-           console.log(eval(process.argv[3]))' "$tmp/bodies.jsonl" "$1" "$2"
-}
+. tests/e2e/capture_server.bash
+start_capture_server "$tmp/bodies.jsonl"
+port=$capture_port
+sent() { captured "$tmp/bodies.jsonl" "$@"; }  # line of bodies.jsonl, JS expression on b
 capture() {  # bench flags...: one timed request, no ready check; bodies.jsonl holds its body
   : > "$tmp/bodies.jsonl"
   "$bin" bench --port "$port" --model m --num-prompts 1 --ready-check-timeout-sec 0 "$@" \

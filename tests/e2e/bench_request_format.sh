@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench_request_format.sh: what `gptoss-bench bench` sends, as an independent server sees it: a
-# small node HTTP server records every POST's headers and JSON body and answers a valid stream.
+# bench_request_format.sh: what `gptoss-bench bench` sends, as an independent server sees it
+# (tests/e2e/capture_server.js records every POST's headers and JSON body).
 # Checked against vLLM v0.10.2's payload (spec/vllm-bench.md 3.2): key order, "logprobs": null
 # unless --logprobs N, "Authorization: Bearer None" without OPENAI_API_KEY, x-request-id on timed
 # requests only; later vLLM's --header KEY=VALUE on every request; --extra-body merged last.
@@ -13,34 +13,11 @@ pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 . tests/e2e/tap.bash
 [ -x "$bin" ] || { echo "Bail out! $build is not built"; exit 1; }
-command -v node > /dev/null || { echo "Bail out! node is not installed (make deps)"; exit 1; }
 
-cat > "$tmp/server.js" <<'EOF'
-// Records each POST as one JSON line {headers, body} and streams two tokens, usage and [DONE].
-const http = require("http"), fs = require("fs");
-const log = process.argv[2];
-http.createServer((req, res) => {
-  let body = "";
-  req.on("data", c => (body += c));
-  req.on("end", () => {
-    if (req.method !== "POST") { res.writeHead(404); res.end(); return; }
-    fs.appendFileSync(log, JSON.stringify({headers: req.headers, body: JSON.parse(body)}) + "\n");
-    res.writeHead(200, {"Content-Type": "text/event-stream"});
-    for (const t of ["a", "b"])
-      res.write(`data: {"choices":[{"index":0,"text":"${t}","finish_reason":${t === "b" ? '"length"' : "null"}}]}\n\n`);
-    res.write('data: {"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":2,"total_tokens":6}}\n\n');
-    res.end("data: [DONE]\n\n");
-  });
-}).listen(0, "127.0.0.1", function () { console.log("listening " + this.address().port); });
-EOF
-node "$tmp/server.js" "$tmp/requests.jsonl" > "$tmp/server.out" 2>&1 &
-pids+=($!)
-port=$(wait_for_output "$tmp/server.out" 's/^listening //p' 50) || { echo "Bail out! the node server did not start"; exit 1; }
-
-req() {  # line number (1: the ready check), JS expression on r: prints its value
-  node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8").split("\n")[process.argv[2] - 1]);
-           console.log(eval(process.argv[3]))' "$tmp/requests.jsonl" "$1" "$2"
-}
+. tests/e2e/capture_server.bash
+start_capture_server "$tmp/requests.jsonl"
+port=$capture_port
+req() { captured "$tmp/requests.jsonl" "$@"; }  # line number (1: the ready check), JS on r
 
 env -u OPENAI_API_KEY "$bin" bench --port "$port" --model m --num-prompts 2 --random-input-len 4 \
   --random-output-len 2 --header X-Team=bench --header 'X-Two=a=b' > "$tmp/plain.out" 2>&1

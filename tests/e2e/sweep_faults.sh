@@ -20,10 +20,6 @@ trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; chmod -R u+w "$tmp"; rm -
 [ -x "$bin" ] || { echo "Bail out! $build is not built"; exit 1; }
 export PATH="$bin_dir:$PATH"  # the sweep files' commands name gptoss-bench
 
-jget() {  # file, JS expression on o: prints its value
-  node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-           console.log(eval(process.argv[2]))' "$1" "$2"
-}
 gone() {  # pid: true when no such process runs (a zombie left to a non-reaping init counts)
   local stat
   [ -n "$1" ] || return 1  # no pid recorded: not a pass

@@ -21,11 +21,6 @@ trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 [ -x "$bin" ] || { echo "Bail out! $build is not built"; exit 1; }
 export PATH="$bin_dir:$PATH"  # the sweep file's commands name gptoss-bench
 
-jget() {  # file, JS expression on o: prints its value
-  node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-           console.log(eval(process.argv[2]))' "$1" "$2"
-}
-
 # 1. The plan.
 "$bin" sweep "$fix/grid.ini" --dry-run > "$tmp/plan.txt" 2>&1
 tap_ok "plan: 3 engines (2 grid points), 3 workloads (2 grid points)" \

@@ -1,5 +1,5 @@
 # tap.bash: sourced by the e2e scripts: TAP output helpers (ok / not ok lines, a plan at the end),
-# and waiting for a server's "listening" line.
+# waiting for a server's "listening" line, and reading a JSON file's value (jget).
 num_tests=0
 tap_ok() {  # description, command...: passes when the command succeeds
   local desc=$1; shift
@@ -18,4 +18,10 @@ wait_for_output() {
     sleep 0.1
   done
   return 1
+}
+
+# Prints the JS expression $2 evaluated on o, the JSON of file $1 (node is a dependency).
+jget() {  # file, JS expression on o: prints its value
+  node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+           console.log(eval(process.argv[2]))' "$1" "$2"
 }
