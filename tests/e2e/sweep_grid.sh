@@ -7,8 +7,9 @@
 # workload points (one pid, one log), the resumed start logs to engine.resume1.log; summary.md
 # has no "(no result)" block for the workload the grid engines were never given; the Pareto
 # chart of the rate grid is drawn, its front holding the itl 2 ms points and none of the 8 ms
-# ones; --resume refuses another sweep file and a folder that is not a run.
-# Usage: sweep_grid.sh BUILD_DIR (prints TAP). About 20 s.
+# ones; the same grid sweep, Ctrl-C and resume on the built-in CPU engine (gpt-oss-tiny);
+# --resume refuses another sweep file and a folder that is not a run.
+# Usage: sweep_grid.sh BUILD_DIR (prints TAP). About 40 s.
 set -u
 build="${1:?usage: sweep_grid.sh BUILD_DIR}"
 bin_dir=$(cd "$build/bin" 2>/dev/null && pwd)
@@ -84,7 +85,36 @@ tap_ok "plot: the front holds itl 2 ms points and no 8 ms one" \
 tap_ok "plot: the trade-off chart's axes start at 0" \
   bash -c "grep -q 'set yrange \[0:\*\]' '$run/plots/tradeoff.gp'"
 
-# 4. Refusals.
+# 4. The same on the built-in CPU engine (gpt-oss-tiny): Ctrl-C while the second engine point
+# runs, then --resume; every point measured, the first point's results kept, the Pareto chart
+# drawn (its front is the data's; the unit test checks the arithmetic).
+"$bin" sweep "$fix/grid-cpu.ini" --results-dir "$tmp/cpu" > /dev/null 2> "$tmp/cpu.err" &
+sweep_pid=$!
+pids+=("$sweep_pid")
+cpu=""
+for _ in $(seq 1200); do
+  cpu=$(ls -d "$tmp"/cpu/grid-cpu-*Z 2>/dev/null | head -1)
+  [ -n "$cpu" ] && [ -f "$cpu/manifest.json" ] &&
+    [ "$(jget "$cpu/manifest.json" 'o.engines[1].status' 2>/dev/null)" = running ] && break
+  sleep 0.05
+done
+kill -INT "$sweep_pid"
+wait "$sweep_pid"
+rc=$?
+tap_ok "CPU engine: Ctrl-C during the second point exits 130 with the first point's results" \
+  [ "$rc" -eq 130 -a "$(jget "$cpu/manifest.json" 'o.engines[0].status + ":" + o.engines[0].results.length')" = "ok:2" ]
+kept="$cpu/tiny.max-num-batched-tokens-64/rates.request-rate-8.json"
+before=$(md5sum < "$kept")
+"$bin" sweep --resume "$cpu" > /dev/null 2> "$tmp/cpu-resume.err"
+rc=$?
+tap_ok "CPU engine: the resume measures the rest (every point ok, 2 results each)" \
+  [ "$rc" -eq 0 -a "$(jget "$cpu/manifest.json" 'o.engines.map(e => e.status + ":" + e.results.length).join()')" = "ok:2,ok:2" ]
+tap_ok "CPU engine: the first point's results are kept, and it is not started again" \
+  bash -c "[ \"\$(md5sum < '$kept')\" = '$before' ] && ! grep -q 'starting.*--max-num-batched-tokens 64\$' '$tmp/cpu-resume.err'"
+tap_ok "CPU engine: summary grid table and Pareto chart over both points" \
+  bash -c "grep -q '^## Grid rates' '$cpu/summary.md' && [ -s '$cpu/plots/pareto-rates.png' ] && [ \$(grep -c '^[0-9]' '$cpu/plots/pareto-rates.dat') -ge 5 ]"
+
+# 5. Refusals.
 sed 's/request-rate = 20, 4/request-rate = 20, 5/' "$fix/grid.ini" > "$tmp/other.ini"
 "$bin" sweep "$tmp/other.ini" --resume "$run" > /dev/null 2> "$tmp/other.err"
 rc=$?
