@@ -345,7 +345,8 @@ static size_t strip(const char **start, size_t len) {
 // --header KEY=VALUE -> "KEY: VALUE" lines for the client, split at the first '=' and stripped
 // as later vLLM does; a header named like a built-in one (Authorization) replaces it.
 static bool make_header_lines(BenchOptions *o, char *err, size_t err_size) {
-  o->header_lines = xcalloc((size_t)o->num_header + 1, sizeof *o->header_lines);
+  if (o->num_header == 0) return true;  // nothing to free then, as before --header existed
+  o->header_lines = xcalloc((size_t)o->num_header, sizeof *o->header_lines);
   for (int i = 0; i < o->num_header; i++) {
     const char *h = o->header[i], *eq = strchr(h, '='), *key = h, *value = eq ? eq + 1 : "";
     size_t key_len = eq ? strip(&key, (size_t)(eq - h)) : 0;
