@@ -2,7 +2,6 @@
 // rest of the load generator can trust BenchOptions.
 #include "bench/bench_options.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include "bench/dataset_select.h"
 #include "common/buf.h"
 #include "common/check.h"
+#include "common/fields.h"
 #include "common/file.h"
 
 typedef enum { KIND_STRING, KIND_INT, KIND_DOUBLE, KIND_U64, KIND_FLAG, KIND_LIST } OptionKind;
@@ -202,20 +202,24 @@ static const struct {
     {"blazedit-max-distance", BLAZEDIT_WHY},
 };
 
-static bool refused(const char *name, size_t len, char *err, size_t err_size) {
+static bool refused(const char *normal, char *err, size_t err_size) {
   for (size_t i = 0; i < sizeof REFUSED / sizeof *REFUSED; i++)
-    if (strlen(REFUSED[i].name) == len && strncmp(REFUSED[i].name, name, len) == 0) {
+    if (strcmp(REFUSED[i].name, normal) == 0) {
       snprintf(err, err_size, "--%s is not supported: %s", REFUSED[i].name, REFUSED[i].why);
       return true;
     }
   return false;
 }
 
-static const OptionSpec *find_option(const char *name, size_t len) {
-  char normal[64];
-  if (len >= sizeof normal) return NULL;
-  for (size_t i = 0; i < len; i++) normal[i] = name[i] == '_' ? '-' : name[i];
-  normal[len] = '\0';
+// name[0, len) with '_' read as '-' (vLLM's --x_y is --x-y) into out; "" when it is too long to
+// be any flag.
+static void normal_name(const char *name, size_t len, char *out, size_t out_size) {
+  if (len >= out_size) len = 0;
+  for (size_t i = 0; i < len; i++) out[i] = name[i] == '_' ? '-' : name[i];
+  out[len] = '\0';
+}
+
+static const OptionSpec *find_option(const char *normal) {
   for (size_t i = 0; i < NUM_OPTIONS; i++)
     if (strcmp(OPTIONS[i].name, normal) == 0) return &OPTIONS[i];
   return NULL;
@@ -335,13 +339,6 @@ static bool check_accepted(const BenchOptions *o, char *err, size_t err_size) {
   return false;
 }
 
-// s[0, len) without blanks at either end: *start and the new length.
-static size_t strip(const char **start, size_t len) {
-  while (len && isspace((unsigned char)**start)) ++*start, --len;
-  while (len && isspace((unsigned char)(*start)[len - 1])) --len;
-  return len;
-}
-
 // --header KEY=VALUE -> "KEY: VALUE" lines for the client, split at the first '=' and stripped
 // as later vLLM does; a header named like a built-in one (Authorization) replaces it.
 static bool make_header_lines(BenchOptions *o, char *err, size_t err_size) {
@@ -349,8 +346,8 @@ static bool make_header_lines(BenchOptions *o, char *err, size_t err_size) {
   o->header_lines = xcalloc((size_t)o->num_header, sizeof *o->header_lines);
   for (int i = 0; i < o->num_header; i++) {
     const char *h = o->header[i], *eq = strchr(h, '='), *key = h, *value = eq ? eq + 1 : "";
-    size_t key_len = eq ? strip(&key, (size_t)(eq - h)) : 0;
-    size_t value_len = strip(&value, strlen(value));
+    size_t key_len = eq ? fields_trim(&key, (size_t)(eq - h)) : 0;
+    size_t value_len = fields_trim(&value, strlen(value));
     bool ok = key_len > 0;
     for (size_t k = 0; ok && k < key_len; k++) ok = key[k] > ' ' && key[k] < 127 && key[k] != ':';
     if (!ok || strpbrk(h, "\r\n")) {
@@ -402,11 +399,10 @@ bool bench_options_parse(BenchOptions *o, int argc, char **argv, char *err, size
     }
     const char *name = arg + 2, *eq = strchr(name, '=');
     size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
-    const OptionSpec *spec = find_option(name, name_len);
     char normal[64];
-    snprintf(normal, sizeof normal, "%.*s", (int)(name_len < 63 ? name_len : 63), name);
-    for (char *c = normal; *c; c++) *c = *c == '_' ? '-' : *c;
-    if (!spec && refused(normal, strlen(normal), err, err_size)) return false;
+    normal_name(name, name_len, normal, sizeof normal);
+    const OptionSpec *spec = find_option(normal);
+    if (!spec && refused(normal, err, err_size)) return false;
     if (!spec) {
       snprintf(err, err_size, "unknown flag '%.*s' (gptoss-bench bench --help lists them)",
                (int)(name_len + 2), arg);

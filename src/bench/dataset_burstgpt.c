@@ -9,6 +9,7 @@
 #include "bench/dataset.h"
 #include "bench/dataset_internal.h"
 #include "common/check.h"
+#include "common/fields.h"
 #include "common/file.h"
 
 static const char BURSTGPT_FORMAT[] =
@@ -18,19 +19,6 @@ static const char BURSTGPT_FORMAT[] =
 typedef struct {
   uint32_t request_tokens, response_tokens;
 } TraceRow;
-
-// Splits line (NUL-terminated, modified) at commas into at most max fields; returns the count.
-static size_t split_fields(char *line, char **fields, size_t max) {
-  size_t n = 0;
-  for (char *f = line; n < max; n++) {
-    fields[n] = f;
-    char *comma = strchr(f, ',');
-    if (!comma) return n + 1;
-    *comma = '\0';
-    f = comma + 1;
-  }
-  return n;
-}
 
 static long find_column(char **names, size_t num, const char *want) {
   for (size_t i = 0; i < num; i++)
@@ -55,7 +43,7 @@ static bool read_rows(const char *path, Buf *text, TraceRow **rows_out, size_t *
   size_t num = 0, cap = 64, line_no = 1;
   TraceRow *rows = xmalloc(cap * sizeof *rows);
   char *line = strtok_r(text->data, "\n", &save);
-  size_t num_names = line ? split_fields(line, fields, MAX_FIELDS) : 0;
+  size_t num_names = line ? fields_split(line, ',', fields, MAX_FIELDS) : 0;
   for (size_t i = 0; i < num_names; i++) fields[i][strcspn(fields[i], "\r")] = '\0';
   long col_model = find_column(fields, num_names, "Model");
   long col_req = find_column(fields, num_names, "Request tokens");
@@ -71,7 +59,7 @@ static bool read_rows(const char *path, Buf *text, TraceRow **rows_out, size_t *
   while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
     line_no++;  // strtok_r skips empty lines, which the trace does not have
     line[strcspn(line, "\r")] = '\0';
-    size_t n = split_fields(line, fields, MAX_FIELDS);
+    size_t n = fields_split(line, ',', fields, MAX_FIELDS);
     TraceRow r;
     if (n < need || !parse_count(fields[col_req], &r.request_tokens) ||
         !parse_count(fields[col_resp], &r.response_tokens)) {

@@ -177,7 +177,9 @@ static bool write_file(const char *dir, const char *name, const Buf *b, char *er
   return ok;
 }
 
-static bool write_inputs(const RunData *run, const char *dir, char *err, size_t err_size) {
+// The data and scripts of the fixed charts, then of the Pareto chart of each of grids[num_grids].
+static bool write_inputs(const RunData *run, const char *dir, const char *const *grids,
+                         size_t num_grids, char *err, size_t err_size) {
   Buf data[4] = {{0}};
   static const char *const NAMES[] = {"throughput.dat", "ttft.dat", "tpot.dat", "tradeoff.dat"};
   write_matrix(&data[0], run, "total_token_throughput", true);
@@ -197,8 +199,6 @@ static bool write_inputs(const RunData *run, const char *dir, char *err, size_t 
     buf_free(&gp);
     buf_free(&name);
   }
-  const char *grids[PLOT_MAX_GRIDS];
-  size_t num_grids = pareto_grids(run, grids, PLOT_MAX_GRIDS);
   for (size_t i = 0; ok && i < num_grids; i++) {
     Buf dat = {0}, gp = {0}, dat_name = {0}, gp_name = {0};
     pareto_write(run, grids[i], &dat, &gp);
@@ -271,15 +271,15 @@ bool plot_write_dir(const RunData *run, const char *plots_dir, const char *gnupl
     snprintf(err, err_size, "%s: cannot create: %s", plots_dir, strerror(errno));
     return false;
   }
-  if (!write_inputs(run, plots_dir, err, err_size)) return false;
+  const char *grids[PLOT_MAX_GRIDS];
+  size_t num_grids = pareto_grids(run, grids, PLOT_MAX_GRIDS);
+  if (!write_inputs(run, plots_dir, grids, num_grids, err, err_size)) return false;
   if (num_charted_workloads(run) == 0) {
     snprintf(err, err_size, "nothing to chart: no engine that did not fail has a result");
     return false;
   }
   for (size_t i = 0; i < sizeof CHARTS / sizeof *CHARTS; i++)
     if (!run_gnuplot(plots_dir, gnuplot, CHARTS[i], err, err_size)) return false;
-  const char *grids[PLOT_MAX_GRIDS];
-  size_t num_grids = pareto_grids(run, grids, PLOT_MAX_GRIDS);
   for (size_t i = 0; i < num_grids; i++) {
     char chart[300];
     snprintf(chart, sizeof chart, "pareto-%s", grids[i]);

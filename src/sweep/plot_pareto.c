@@ -22,14 +22,20 @@ typedef struct {
   size_t engine, workload;
 } Point;
 
-// The pair's point; false when the pair has none to chart.
-static bool point_of(const RunData *run, size_t e, size_t w, Point *p) {
+bool pareto_point(const RunData *run, size_t e, size_t w, double *x, double *y) {
   if (!plot_has_point(run, e, w)) return false;
   const RunPair *pair = run_data_pair(run, e, w);
-  RunStat x = run_data_stat(pair, "total_token_throughput"), y = run_data_stat(pair, "mean_tpot_ms");
-  if (x.num_values == 0 || y.num_values == 0) return false;
-  *p = (Point){x.median / run->engines[e].gpus, y.median, e, w};
+  RunStat tput = run_data_stat(pair, "total_token_throughput");
+  RunStat tpot = run_data_stat(pair, "mean_tpot_ms");
+  if (tput.num_values == 0 || tpot.num_values == 0) return false;
+  *x = tput.median / run->engines[e].gpus;
+  *y = tpot.median;
   return true;
+}
+
+static bool point_of(const RunData *run, size_t e, size_t w, Point *p) {
+  *p = (Point){.engine = e, .workload = w};
+  return pareto_point(run, e, w, &p->x, &p->y);
 }
 
 bool pareto_in_grid(const RunData *run, size_t w, const char *base) {

@@ -17,6 +17,10 @@
 // x[j] >= x[i] and y[j] <= y[i], one of them strictly. Equal points are all on the front.
 void pareto_front(const double *x, const double *y, size_t n, bool *on_front);
 
+// The chart's point of the (engine e, workload w) pair: per-GPU total tok/s and mean TPOT ms,
+// medians over its repeats; false when it has none (a failed engine, a missing metric).
+bool pareto_point(const RunData *run, size_t e, size_t w, double *x, double *y);
+
 // Whether workload w is a point of grid base.
 bool pareto_in_grid(const RunData *run, size_t w, const char *base);
 

@@ -10,6 +10,7 @@
 #include "common/buf.h"
 #include "common/check.h"
 #include "common/command.h"
+#include "common/fields.h"
 
 const char *slurm_missing_command(void) {
   static const char *const needed[] = {"sbatch", "squeue", "scancel"};
@@ -57,19 +58,6 @@ static void set_text(char **field, const char *value, size_t len) {
   (*field)[len] = '\0';
 }
 
-// "A|B|C|D" into up to max fields (pointers into line, which is cut at each '|').
-static size_t split_fields(char *line, char **fields, size_t max) {
-  size_t n = 0;
-  for (char *p = line; n < max; n++) {
-    fields[n] = p;
-    char *bar = strchr(p, '|');
-    if (!bar) return n + 1;
-    *bar = '\0';
-    p = bar + 1;
-  }
-  return n;
-}
-
 // What sacct remembers of a job squeue has forgotten (no accounting: UNKNOWN).
 static void ask_sacct(SweepSlurmJob *job) {
   char id[32];
@@ -80,7 +68,7 @@ static void ask_sacct(SweepSlurmJob *job) {
   char line[1024], *fields[2];
   last_line(&out, line, sizeof line);
   buf_free(&out);
-  if (rc != 0 || !line[0] || split_fields(line, fields, 2) != 2) {
+  if (rc != 0 || !line[0] || fields_split(line, '|', fields, 2) != 2) {
     set_text(&job->state, "UNKNOWN", 7);
     set_text(&job->reason, "squeue and sacct no longer know the job", 39);
     return;
@@ -114,7 +102,7 @@ bool slurm_poll(SweepSlurmJob *const *jobs, size_t n, char *err, size_t err_size
     next = strchr(line, '\n');
     if (next) *next++ = '\0';
     char *fields[4];
-    if (split_fields(line, fields, 4) != 4) continue;
+    if (fields_split(line, '|', fields, 4) != 4) continue;
     long id = strtol(fields[0], NULL, 10);
     for (size_t i = 0; i < n; i++) {
       if (jobs[i]->job_id != id) continue;

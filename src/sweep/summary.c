@@ -234,12 +234,9 @@ static void grid_tables(Buf *out, const RunData *run) {
       buf_append_str(out, " |");
       for (size_t w = 0; w < run->num_workloads; w++) {
         if (!pareto_in_grid(run, w, grids[g])) continue;
-        const RunPair *p = run_data_pair(run, e, w);
-        RunStat x = run_data_stat(p, "total_token_throughput"), y = run_data_stat(p, "mean_tpot_ms");
-        if (run_data_engine_failed(&run->engines[e]) || x.num_values == 0 || y.num_values == 0)
-          buf_append_str(out, " - |");
-        else
-          buf_printf(out, " %.2f / %.2f |", x.median / run->engines[e].gpus, y.median);
+        double x, y;
+        if (pareto_point(run, e, w, &x, &y)) buf_printf(out, " %.2f / %.2f |", x, y);
+        else buf_append_str(out, " - |");
       }
       buf_append_byte(out, '\n');
     }

@@ -10,20 +10,18 @@
 
 #include "common/buf.h"
 #include "common/check.h"
+#include "common/fields.h"
 
 bool sweep_grid_split(SweepAxis *axis, const char *value) {
   const char *s = value;
   for (;;) {
     const char *comma = strchr(s, ',');
-    const char *end = comma ? comma : s + strlen(s);
-    while (s < end && isspace((unsigned char)*s)) s++;
-    const char *last = end;
-    while (last > s && isspace((unsigned char)last[-1])) last--;
-    if (last == s) return false;
+    size_t len = fields_trim(&s, comma ? (size_t)(comma - s) : strlen(s));
+    if (len == 0) return false;
     axis->values = xrealloc(axis->values, (axis->num_values + 1) * sizeof *axis->values);
-    char *v = xmalloc((size_t)(last - s) + 1);
-    memcpy(v, s, (size_t)(last - s));
-    v[last - s] = '\0';
+    char *v = xmalloc(len + 1);
+    memcpy(v, s, len);
+    v[len] = '\0';
     axis->values[axis->num_values++] = v;
     if (!comma) return true;
     s = comma + 1;
