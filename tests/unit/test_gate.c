@@ -26,6 +26,18 @@
 
 static char *output;
 
+// The gate on b and c with o, its table into output; frees both runs.
+static GateResult gate_and_free(RunData *b, RunData *c, const GateOptions *o) {
+  size_t len;
+  free(output);
+  FILE *f = open_memstream(&output, &len);
+  GateResult r = gate_run(f, b, c, o);
+  fclose(f);
+  run_data_free(b);
+  run_data_free(c);
+  return r;
+}
+
 // Runs the gate on two fixtures (relative_to: NULL or the reference engine); output holds its
 // table.
 static GateResult gate_relative(const char *base, const char *cand, const char *metric,
@@ -37,14 +49,7 @@ static GateResult gate_relative(const char *base, const char *cand, const char *
   const char *metrics[] = {metric};
   GateOptions o = {.metrics = metrics, .num_metrics = 1, .max_drop_pct = max_drop,
                    .alpha = GATE_DEFAULT_ALPHA, .per_gpu = per_gpu, .relative_to = relative_to};
-  size_t len;
-  free(output);
-  FILE *f = open_memstream(&output, &len);
-  GateResult r = gate_run(f, &b, &c, &o);
-  fclose(f);
-  run_data_free(&b);
-  run_data_free(&c);
-  return r;
+  return gate_and_free(&b, &c, &o);
 }
 
 static GateResult gate(const char *base, const char *cand, const char *metric, double max_drop,
@@ -270,14 +275,7 @@ static GateResult gate_synth(const double *b_base, const double *b_async, size_t
   const char *metrics[] = {"total_token_throughput"};
   GateOptions o = {.metrics = metrics, .num_metrics = 1, .max_drop_pct = 5,
                    .alpha = GATE_DEFAULT_ALPHA, .relative_to = relative_to};
-  size_t len;
-  free(output);
-  FILE *f = open_memstream(&output, &len);
-  GateResult r = gate_run(f, &b, &c, &o);
-  fclose(f);
-  run_data_free(&b);
-  run_data_free(&c);
-  return r;
+  return gate_and_free(&b, &c, &o);
 }
 
 static const double BASE4[] = {100, 101, 102, 103};
