@@ -60,6 +60,9 @@ typedef struct {
   uint64_t step_time_buckets[16];  // steps by wall time: bucket 0 under 100 us, bucket i in
                                    // [2^(i-1), 2^i) * 100 us, bucket 15 everything longer
   double step_time_sum_s;
+  uint64_t prefix_cache_queries;   // prompt tokens looked up in the prefix cache (vLLM's
+                                   // prefix_cache_queries); 0 while prefix caching is off
+  uint64_t prefix_cache_hits;      // of those, tokens whose KV was found cached
 } EngineStats;
 
 typedef struct Engine Engine;
