@@ -1,5 +1,6 @@
 // api.h: the engine's OpenAI-compatible HTTP front end (libmicrohttpd): POST /v1/chat/completions
-// and /v1/completions (streamed as SSE or answered whole), GET /v1/models, /health, /metrics.
+// and /v1/completions (streamed as SSE or answered whole), POST /v1/responses (stateless),
+// GET /v1/models, /health, /metrics.
 // It reaches the engine only through an ApiEngine: the engine.h functions the serve command
 // binds with api_engine_of, or a test's double. Never exits the process on client input: every
 // bad request gets an OpenAI-style 4xx error body.
@@ -25,6 +26,8 @@ typedef struct {
                                   // (default 10; 0: none)
   unsigned idle_timeout_s;        // a connection that moves no byte this long is closed
                                   // (default 60; 0: never)
+  const char *current_date;       // the harmony system message's "Current date" (YYYY-MM-DD);
+                                  // NULL: today's local date at each request (as vLLM)
 } ApiOptions;
 
 // The engine as the API uses it: engine.h's thread-safe functions on one engine object.

@@ -8,10 +8,17 @@
 #include <string.h>
 
 #include "api/api_error.h"
+#include "api/api_responses_output.h"
 
 void api_output_init(ApiOutput *o, const ApiOutputInfo *info) {
   *o = (ApiOutput){.info = *info};
   harmony_parser_init(&o->parser);
+  uint64_t seed = info->request_id ^ ((uint64_t)info->created << 20) ^ (uint64_t)(uintptr_t)o;
+  api_tool_calls_init(&o->calls, seed, info->chat && !info->stream);
+  if (info->responses) {
+    o->responses = api_responses_output_new(info->responses, info, seed);
+    return;
+  }
   if (!info->stream) return;
   cJSON *model = cJSON_CreateString(info->model);
   char *model_json = cJSON_PrintUnformatted(model);
@@ -27,6 +34,8 @@ void api_output_init(ApiOutput *o, const ApiOutputInfo *info) {
 
 void api_output_free(ApiOutput *o) {
   harmony_parser_free(&o->parser);
+  api_tool_calls_free(&o->calls);
+  api_responses_output_free(o->responses);
   buf_free(&o->prefix);
   buf_free(&o->delta);
   buf_free(&o->content);
@@ -34,8 +43,7 @@ void api_output_free(ApiOutput *o) {
   token_ids_free(&o->output_ids);
 }
 
-// s[0..n) as a JSON string, quotes included (valid UTF-8 passes through unescaped).
-static void json_string(Buf *out, const char *s, size_t n) {
+void api_output_json_string(Buf *out, const char *s, size_t n) {
   static const char HEX[] = "0123456789abcdef";
   buf_reserve(out, 6 * n + 2);
   buf_append_byte(out, '"');
@@ -60,19 +68,47 @@ static const char *finish_name(FinishReason f) {
   return f == FINISH_STOP ? "stop" : f == FINISH_LENGTH ? "length" : NULL;
 }
 
-// The text ev adds, into o->delta; true when it belongs to reasoning_content.
-static bool event_text(ApiOutput *o, const TokenEvent *ev) {
+typedef enum { TEXT_CONTENT, TEXT_REASONING, TEXT_CALL, TEXT_CALL_START } TextKind;
+
+// Chat: where the text the parser just gave goes.
+static TextKind chat_text_kind(ApiOutput *o, HarmonyEventKind kind, bool last) {
+  bool started;
+  if (api_tool_calls_track(&o->calls, &o->parser, kind, last, &o->delta, &started))
+    return started ? TEXT_CALL_START : TEXT_CALL;
+  return strcmp(o->parser.channel, "analysis") == 0 ? TEXT_REASONING : TEXT_CONTENT;
+}
+
+// The text ev adds, into o->delta, and where it belongs.
+static TextKind event_text(ApiOutput *o, const TokenEvent *ev) {
   buf_clear(&o->delta);
   bool last = ev->finish != FINISH_NONE;
   if (o->info.chat) {
-    if (ev->has_token) harmony_parser_push(&o->parser, o->info.t, ev->token_id, &o->delta);
+    HarmonyEventKind kind = HARMONY_EVENT_NONE;
+    if (ev->has_token) kind = harmony_parser_push(&o->parser, o->info.t, ev->token_id, &o->delta);
     if (last) stream_decoder_flush(&o->parser.decoder, &o->delta);
-    return strcmp(o->parser.channel, "analysis") == 0;
+    return chat_text_kind(o, kind, last);
   }
   if (ev->has_token && !tok_is_special(o->info.t, ev->token_id))
     stream_decoder_push(&o->decoder, o->info.t, ev->token_id, &o->delta);
   if (last) stream_decoder_flush(&o->decoder, &o->delta);
-  return false;
+  return TEXT_CONTENT;
+}
+
+// A chat chunk's delta members for text of this kind.
+static void chat_delta(ApiOutput *o, TextKind kind, Buf *out) {
+  if (kind == TEXT_CALL_START) {
+    api_tool_calls_start_delta(&o->calls, &o->parser, out);
+  } else if (kind == TEXT_CALL) {
+    api_tool_calls_args_delta(&o->calls, &o->delta, out);
+  } else {
+    buf_printf(out, "\"%s\":", kind == TEXT_REASONING ? "reasoning_content" : "content");
+    api_output_json_string(out, o->delta.data, o->delta.len);
+  }
+}
+
+// The finish_reason of a chat or completions answer.
+static const char *answer_finish(const ApiOutput *o, FinishReason f) {
+  return api_tool_calls_finish(&o->calls, f == FINISH_STOP, finish_name(f));
 }
 
 static void begin_chunk(const ApiOutput *o, Buf *out) {
@@ -81,22 +117,21 @@ static void begin_chunk(const ApiOutput *o, Buf *out) {
 }
 
 static void token_chunk(ApiOutput *o, const TokenEvent *ev, Buf *out) {
-  bool reasoning = event_text(o, ev);
+  TextKind kind = event_text(o, ev);
   begin_chunk(o, out);
   if (o->info.chat) {
-    buf_printf(out,
-               "[{\"index\":0,\"delta\":{\"%s\":", reasoning ? "reasoning_content" : "content");
-    json_string(out, o->delta.data, o->delta.len);
+    buf_append_str(out, "[{\"index\":0,\"delta\":{");
+    chat_delta(o, kind, out);
     buf_append_str(out, "}");
   } else {
     buf_append_str(out, "[{\"index\":0,\"text\":");
-    json_string(out, o->delta.data, o->delta.len);
+    api_output_json_string(out, o->delta.data, o->delta.len);
   }
   if (o->info.return_token_ids) {  // beside delta / text, as vLLM puts it
     if (ev->has_token) buf_printf(out, ",\"token_ids\":[%u]", ev->token_id);
     else buf_append_str(out, ",\"token_ids\":[]");
   }
-  const char *finish = finish_name(ev->finish);
+  const char *finish = answer_finish(o, ev->finish);
   buf_printf(out, ",\"logprobs\":null,\"finish_reason\":%s%s%s}]}\n\n", finish ? "\"" : "",
              finish ? finish : "null", finish ? "\"" : "");
 }
@@ -148,7 +183,7 @@ static cJSON *usage_json(const TokenEvent *ev) {
 }
 
 // The whole answer once the last event is in.
-static cJSON *whole_body(const ApiOutput *o, const TokenEvent *ev) {
+static cJSON *whole_body(ApiOutput *o, const TokenEvent *ev) {
   const ApiOutputInfo *info = &o->info;
   char id[48];
   snprintf(id, sizeof id, "%s-%llu", info->chat ? "chatcmpl" : "cmpl",
@@ -159,12 +194,15 @@ static cJSON *whole_body(const ApiOutput *o, const TokenEvent *ev) {
   if (info->chat) {
     cJSON *message = cJSON_AddObjectToObject(choice, "message");
     cJSON_AddStringToObject(message, "role", "assistant");
-    cJSON_AddStringToObject(message, "content", content);
+    if (o->calls.num_calls && !o->content.len)  // vLLM: no content beside the calls
+      cJSON_AddNullToObject(message, "content");
+    else
+      cJSON_AddStringToObject(message, "content", content);
     if (o->reasoning.len)
       cJSON_AddStringToObject(message, "reasoning_content", o->reasoning.data);
     else
       cJSON_AddNullToObject(message, "reasoning_content");
-    cJSON_AddArrayToObject(message, "tool_calls");
+    api_tool_calls_take(&o->calls, message);
   } else {
     cJSON_AddStringToObject(choice, "text", content);
   }
@@ -174,7 +212,7 @@ static cJSON *whole_body(const ApiOutput *o, const TokenEvent *ev) {
       cJSON_AddItemToArray(ids, cJSON_CreateNumber(o->output_ids.data[i]));
   }
   cJSON_AddNullToObject(choice, "logprobs");
-  cJSON_AddStringToObject(choice, "finish_reason", finish_name(ev->finish));
+  cJSON_AddStringToObject(choice, "finish_reason", answer_finish(o, ev->finish));
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "id", id);
   cJSON_AddStringToObject(root, "object", info->chat ? "chat.completion" : "text_completion");
@@ -186,15 +224,17 @@ static cJSON *whole_body(const ApiOutput *o, const TokenEvent *ev) {
 }
 
 unsigned api_output_event(ApiOutput *o, const TokenEvent *ev, Buf *out) {
+  if (o->responses) return api_responses_output_event(o->responses, ev, out);
   if (o->info.stream) {
     stream_event(o, ev, out);
     return 200;
   }
   bool aborted = ev->finish == FINISH_ABORT;
   if (!aborted) {
-    bool reasoning = event_text(o, ev);
-    Buf *to = reasoning ? &o->reasoning : &o->content;
-    buf_append(to, o->delta.data, o->delta.len);
+    TextKind kind = event_text(o, ev);
+    if (kind == TEXT_CONTENT || kind == TEXT_REASONING)
+      buf_append(kind == TEXT_REASONING ? &o->reasoning : &o->content, o->delta.data,
+                 o->delta.len);
     if (ev->has_token && o->info.return_token_ids) token_ids_push(&o->output_ids, ev->token_id);
   }
   if (ev->finish == FINISH_NONE) return 200;

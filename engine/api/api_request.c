@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/api_chat.h"
+#include "api/api_conversation.h"
 
 // A field absent or null: the default stays.
 static bool absent(const cJSON *v) { return !v || cJSON_IsNull(v); }
@@ -36,7 +37,7 @@ static bool get_bool(const cJSON *obj, const char *name, bool *out, ApiError *er
   return true;
 }
 
-static bool check_model(const cJSON *req, const char *served, ApiError *err) {
+bool api_request_check_model(const cJSON *req, const char *served, ApiError *err) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "model");
   if (absent(v)) return true;
   if (!cJSON_IsString(v)) return api_error(err, 400, "model", "model must be a string");
@@ -135,24 +136,55 @@ static bool completion_prompt(const cJSON *prompt, const Tokenizer *t, bool nest
   return completion_prompt(first, t, true, out, err);
 }
 
-static bool parse_prompt(const cJSON *req, bool chat, const Tokenizer *t, TokenIds *out,
+// tool_choice: "auto" (the default) renders the tools, "none" leaves them out of the prompt (as
+// vLLM does); "required" and a named function need constrained decoding: 400.
+static bool parse_tool_choice(const cJSON *req, bool *include_tools, ApiError *err) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "tool_choice");
+  bool pc = true;
+  if (!get_bool(req, "parallel_tool_calls", &pc, err)) return false;
+  *include_tools = true;
+  if (absent(v) || (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0)) return true;
+  if (cJSON_IsString(v) && strcmp(v->valuestring, "none") == 0) {
+    *include_tools = false;
+    return true;
+  }
+  return api_error(err, 400, "tool_choice",
+                   "tool_choice %s%.40s%s is not supported (it needs constrained decoding); use "
+                   "\"auto\" or \"none\"",
+                   cJSON_IsString(v) ? "\"" : "", cJSON_IsString(v) ? v->valuestring : "object",
+                   cJSON_IsString(v) ? "\"" : "");
+}
+
+static bool parse_prompt(const cJSON *req, bool chat, const ApiRequestContext *c, TokenIds *out,
                          ApiError *err) {
   const char *name = chat ? "messages" : "prompt";
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, name);
   if (absent(v)) return api_error(err, 400, name, "%s is required", name);
-  if (!chat) return completion_prompt(v, t, false, out, err);
+  if (!chat) return completion_prompt(v, c->t, false, out, err);
   const cJSON *effort = cJSON_GetObjectItemCaseSensitive(req, "reasoning_effort");
   if (!absent(effort) && !cJSON_IsString(effort))
     return api_error(err, 400, "reasoning_effort", "reasoning_effort must be a string");
-  return api_chat_render(v, absent(effort) ? NULL : effort->valuestring, t, out, err);
+  ApiTools tools;
+  bool include_tools;
+  if (!parse_tool_choice(req, &include_tools, err) ||
+      !api_tools_parse(cJSON_GetObjectItemCaseSensitive(req, "tools"), true, &tools, err))
+    return false;
+  char today[11];
+  api_conv_today(today);
+  ApiChatOptions o = {.reasoning_effort = absent(effort) ? NULL : effort->valuestring,
+                      .current_date = c->current_date ? c->current_date : today,
+                      .tools = include_tools ? &tools : NULL};
+  bool ok = api_chat_render(v, &o, c->t, out, err);
+  api_tools_free(&tools);
+  return ok;
 }
 
 static bool parse_object(ApiRequest *r, const cJSON *req, const ApiRequestContext *c,
                          ApiError *err) {
   double max_tokens;
-  if (!check_model(req, c->model, err) || !check_unsupported(req, err) ||
+  if (!api_request_check_model(req, c->model, err) || !check_unsupported(req, err) ||
       !parse_sampling(req, r->chat, c, r, &max_tokens, err) || !parse_stream(req, r, err) ||
-      !parse_prompt(req, r->chat, c->t, &r->prompt, err))
+      !parse_prompt(req, r->chat, c, &r->prompt, err))
     return false;
   long room = (long)c->max_model_len - (long)r->prompt.len;
   r->params.max_tokens = max_tokens >= 1 ? (int)max_tokens : room > 1 ? (int)room : 1;
@@ -186,16 +218,24 @@ static bool has_nul(const char *body, size_t len) {
   return false;
 }
 
+cJSON *api_request_json(const char *body, size_t len, ApiError *err) {
+  if (has_nul(body, len)) {
+    api_error(err, 400, NULL, "the request holds a NUL character, which is not supported");
+    return NULL;
+  }
+  cJSON *req = parse_json(body, len);
+  if (cJSON_IsObject(req)) return req;
+  api_error(err, 400, NULL, "the request body is not a JSON object%s",
+            req ? "" : " (malformed JSON)");
+  cJSON_Delete(req);
+  return NULL;
+}
+
 bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, const char *body,
                        size_t len, ApiError *err) {
   *r = (ApiRequest){.chat = chat};
-  if (has_nul(body, len))
-    return api_error(err, 400, NULL, "the request holds a NUL character, which is not supported");
-  cJSON *req = parse_json(body, len);
-  bool ok = cJSON_IsObject(req)
-                ? parse_object(r, req, c, err)
-                : api_error(err, 400, NULL, "the request body is not a JSON object%s",
-                            req ? "" : " (malformed JSON)");
+  cJSON *req = api_request_json(body, len, err);
+  bool ok = req && parse_object(r, req, c, err);
   cJSON_Delete(req);
   if (!ok) api_request_free(r);
   return ok;

@@ -5,6 +5,7 @@
 #ifndef GE_API_API_REQUEST_H
 #define GE_API_API_REQUEST_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +20,7 @@ typedef struct {
   const Tokenizer *t;     // o200k_harmony
   int max_model_len;      // for the default max_tokens
   uint64_t default_seed;  // used when the request has no seed
+  const char *current_date;  // the system message's date; NULL: today's (as vLLM)
 } ApiRequestContext;
 
 typedef struct {
@@ -32,10 +34,18 @@ typedef struct {
 
 // Parses body[len]. Fields: model, max_tokens (chat: max_completion_tokens first), temperature,
 // top_p, top_k, seed, stream, stream_options.include_usage, ignore_eos, return_token_ids; chat:
-// messages, reasoning_effort; completions: prompt (text, token ids, or a list of one of those). n
-// != 1, logprobs and stop strings are refused; other fields are ignored. False with err.
+// messages, reasoning_effort, tools, tool_choice ("auto" or "none"; others refused),
+// parallel_tool_calls (a boolean; harmony ends the turn at the first call either way);
+// completions: prompt (text, token ids, or a list of one of those). n != 1, logprobs and stop
+// strings are refused; other fields are ignored. False with err.
 bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, const char *body,
                        size_t len, ApiError *err);
 void api_request_free(ApiRequest *r);
+
+// body[len] as a JSON object (nothing after it, no NUL inside), or NULL with err (400).
+cJSON *api_request_json(const char *body, size_t len, ApiError *err);
+
+// "model" absent or the served name; else 404 (400 when not a string).
+bool api_request_check_model(const cJSON *req, const char *served, ApiError *err);
 
 #endif

@@ -21,6 +21,7 @@
 #include "api/api_metrics.h"
 #include "api/api_prep.h"
 #include "api/api_request.h"
+#include "api/api_responses_request.h"
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/http_server.h"
@@ -53,6 +54,7 @@ typedef struct {
   ApiPrepJob job;  // the prep worker's view of the call (job.conn: the connection)
   ApiServer *server;
   bool chat;
+  bool responses;  // POST /v1/responses
   ApiError error;  // status != 0: answer this once the body is in
   Buf body;
   bool prepared;      // parsed and submitted (or refused: then error says why)
@@ -139,9 +141,13 @@ static void prepare(ApiServer *s, ApiCall *c) {
   ApiRequestContext ctx = {.model = s->o.served_model_name,
                            .t = s->t,
                            .max_model_len = s->o.max_model_len,
-                           .default_seed = s->seed_base ^ (n * 0x9e3779b97f4a7c15ull)};
+                           .default_seed = s->seed_base ^ (n * 0x9e3779b97f4a7c15ull),
+                           .current_date = s->o.current_date};
   ApiRequest r;
-  bool ok = api_request_parse(&r, &ctx, c->chat, c->body.data, c->body.len, &c->error);
+  ApiResponsesInfo responses = {0};
+  bool ok = c->responses
+                ? api_responses_parse(&r, &responses, &ctx, c->body.data, c->body.len, &c->error)
+                : api_request_parse(&r, &ctx, c->chat, c->body.data, c->body.len, &c->error);
   buf_free(&c->body);
   if (!ok) return;
   ApiOutputInfo info = {.chat = r.chat,
@@ -150,10 +156,12 @@ static void prepare(ApiServer *s, ApiCall *c) {
                         .return_token_ids = r.return_token_ids,
                         .created = (int64_t)time(NULL),
                         .model = s->o.served_model_name,
-                        .t = s->t};
+                        .t = s->t,
+                        .responses = c->responses ? &responses : NULL};
   c->streamed = info.stream;
   c->stream = api_hub_submit(&s->hub, &r.params, info, c->job.conn, &c->error);
   api_request_free(&r);
+  cJSON_Delete(responses.echo);
 }
 
 static void prepare_job(ApiPrepJob *job, bool cancelled) {
@@ -199,7 +207,10 @@ static bool authorized(const ApiServer *s, struct MHD_Connection *conn) {
 static ApiCall *begin_call(ApiServer *s, struct MHD_Connection *conn, const char *url,
                            const char *method, bool chat) {
   ApiCall *c = xcalloc(1, sizeof *c);
-  *c = (ApiCall){.job = {.conn = conn, .run = prepare_job}, .server = s, .chat = chat};
+  *c = (ApiCall){.job = {.conn = conn, .run = prepare_job},
+                 .server = s,
+                 .chat = chat,
+                 .responses = strcmp(url, "/v1/responses") == 0};
   atomic_fetch_add(&s->num_live, 1);
   const char *length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
   if (strcmp(method, "POST") != 0)
@@ -230,6 +241,11 @@ static enum MHD_Result get_route(ApiServer *s, struct MHD_Connection *conn, cons
        metrics = strcmp(url, "/metrics") == 0;
   ApiError e;
   api_guard_request_in(&s->guard, conn);
+  if (strncmp(url, "/v1/responses/", 14) == 0) {  // GET/DELETE /v1/responses/{id}, cancel
+    api_error(&e, 404, NULL, "no stored response %.100s: this server stores no responses",
+              url + 14);
+    return reply_error(conn, &e);
+  }
   if (!health && !models && !metrics) {
     api_error(&e, 404, NULL, "no route %.100s", url);
     return reply_error(conn, &e);
@@ -255,7 +271,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   ApiCall *c = *con_cls;
   if (!c) {
     bool chat = strcmp(url, "/v1/chat/completions") == 0;
-    if (!chat && strcmp(url, "/v1/completions") != 0) return get_route(s, conn, url, method);
+    if (!chat && strcmp(url, "/v1/completions") != 0 && strcmp(url, "/v1/responses") != 0)
+      return get_route(s, conn, url, method);
     *con_cls = begin_call(s, conn, url, method, chat);
     return MHD_YES;
   }

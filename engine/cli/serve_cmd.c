@@ -181,6 +181,23 @@ static double test_step_slowdown(void) {
   return f;
 }
 
+// GPTOSS_TEST_FORCED_OUTPUT=TEXT: harmony text (special tokens allowed, e.g.
+// "<|channel|>final<|message|>Hi<|return|>") whose ids replace every request's sampled ids,
+// position by position (the model still runs; past the script sampling goes on, and a stop token
+// in it ends the request): the API tests' scripted model, since dummy weights never emit harmony.
+// Announced on stderr like the slowdown.
+static void test_forced_output(TokenIds *ids) {
+  const char *v = getenv("GPTOSS_TEST_FORCED_OUTPUT");
+  if (!v || !*v) return;
+  Tokenizer t;
+  char err[256];
+  if (!tok_init(&t, TOK_O200K_HARMONY, NULL, err, sizeof err)) die("serve: %s", err);
+  tok_encode(&t, v, strlen(v), true, ids);
+  tok_free(&t);
+  fprintf(stderr, "gptoss-engine serve: warning: GPTOSS_TEST_FORCED_OUTPUT: every request's "
+          "first %zu output tokens are scripted (for testing only)\n", ids->len);
+}
+
 // --kv-cache-memory: bytes with an optional K/KiB/M/MiB/G/GiB suffix, or a fraction (0, 1] of
 // the device's memory free now (after the weights are loaded).
 static size_t kv_cache_bytes(const char *spec, DeviceKind device) {
@@ -286,6 +303,10 @@ int serve_cmd_main(int argc, char **argv) {
                          .num_kv_blocks = (int)(kv_bytes / block_bytes),
                          .async_scheduling = o.async_scheduling,
                          .step_slowdown = test_step_slowdown()};
+  TokenIds forced = {0};
+  test_forced_output(&forced);
+  config.forced_output_ids = forced.data;
+  config.num_forced_output_ids = forced.len;
   if (config.num_kv_blocks < 1)
     die("serve: --kv-cache-memory %s holds no block of %d tokens (%zu bytes); give more",
         o.kv_cache_memory, o.block_size, block_bytes);
@@ -304,6 +325,7 @@ int serve_cmd_main(int argc, char **argv) {
   ao.served_model_name = name;
   ao.api_key = o.api_key;
   ao.max_model_len = config.max_model_len;
+  ao.current_date = getenv("GPTOSS_TEST_CURRENT_DATE");  // testing only: a fixed date
   ApiEngine port = api_engine_of(engine);
   ApiServer *server = api_start(&ao, &port, &tok, err, sizeof err);
   if (!server) die("serve: %s", err);
@@ -317,6 +339,7 @@ int serve_cmd_main(int argc, char **argv) {
   engine_stop(engine);
   engine_destroy(engine);
   tok_free(&tok);
+  token_ids_free(&forced);
   runner_free(runner);
   return 0;
 }

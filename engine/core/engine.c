@@ -92,6 +92,17 @@ static void run_step(Engine *e, Step *step) {
   pthread_mutex_unlock(&e->stats_lock);
 }
 
+// Testing only (EngineConfig.forced_output_ids): on the engine thread, before sched_update takes
+// the step's samples, so each request's next output position is its current output count.
+static void force_output(const Engine *e, Step *step) {
+  for (int i = 0; e->config.forced_output_ids && i < step->plan.num_entries; i++) {
+    const SchedEntry *entry = &step->plan.entries[i];
+    size_t pos = entry->sample_row < 0 ? SIZE_MAX : (size_t)req_num_output_tokens(entry->req);
+    if (pos < e->config.num_forced_output_ids)
+      step->sampled_ids[entry->sample_row] = e->config.forced_output_ids[pos];
+  }
+}
+
 static void *executor_main(void *arg) {
   Engine *e = arg;
   Executor *x = &e->executor;
@@ -161,6 +172,7 @@ static void loop_sync(Engine *e) {
     if (step->plan.num_tokens > 0) {
       batch_build(&step->builder, &step->plan);
       run_step(e, step);
+      force_output(e, step);
     }
     sched_update(&e->sched, &step->plan, step->sampled_ids);
     publish(e);
@@ -177,6 +189,7 @@ static void loop_async(Engine *e) {
     if (runs) batch_build(&next->builder, &next->plan);
     if (in_flight) {
       executor_wait(&e->executor, in_flight);
+      force_output(e, in_flight);
       if (runs) batch_patch_tokens(&next->builder, in_flight->sampled_ids);
     }
     if (runs) executor_launch(&e->executor, next);
@@ -187,6 +200,7 @@ static void loop_async(Engine *e) {
   }
   if (in_flight) {
     executor_wait(&e->executor, in_flight);
+    force_output(e, in_flight);
     sched_update(&e->sched, &in_flight->plan, in_flight->sampled_ids);
   }
 }

@@ -21,6 +21,9 @@ typedef struct {
   bool async_scheduling;       // plan step N+1 while step N executes
   double step_slowdown;        // testing only (> 1: each step spins until it has taken this
                                // many times its own time; the gate's slowdown test); 0 or 1: off
+  const uint32_t *forced_output_ids;  // testing only: output position i of every request is
+  size_t num_forced_output_ids;       // forced_output_ids[i] whatever was sampled (the API
+                                      // tests' scripted harmony); borrowed; NULL: off
 } EngineConfig;
 
 typedef struct {

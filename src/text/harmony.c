@@ -35,9 +35,10 @@ void harmony_system_content(const HarmonySystemOptions *opts, Buf *out) {
   buf_printf(out, "\nKnowledge cutoff: %s", o.knowledge_cutoff ? o.knowledge_cutoff : "2024-06");
   if (o.current_date) buf_printf(out, "\nCurrent date: %s", o.current_date);
   buf_printf(out, "\n\nReasoning: %s", o.reasoning_effort ? o.reasoning_effort : "medium");
-  buf_append_str(out,
-                 "\n\n# Valid channels: analysis, commentary, final. Channel must be included for "
-                 "every message.");
+  buf_printf(out,
+             "\n\n# Valid channels: analysis, %sfinal. Channel must be included for every "
+             "message.",
+             o.without_commentary ? "" : "commentary, ");
   if (o.has_function_tools)
     buf_append_str(out, "\nCalls to these tools must go to the commentary channel: 'functions'.");
 }

@@ -26,6 +26,8 @@ typedef struct {
   const char *knowledge_cutoff;  // NULL: "2024-06"
   const char *current_date;      // NULL: no date line
   const char *reasoning_effort;  // NULL: "medium"; also "low", "high"
+  bool without_commentary;       // "# Valid channels: analysis, final." (vLLM without function
+                                 // tools); else analysis, commentary, final (harmony's default)
   bool has_function_tools;       // adds the "Calls to these tools ..." line
 } HarmonySystemOptions;
 
