@@ -14,7 +14,7 @@ void api_output_init(ApiOutput *o, const ApiOutputInfo *info) {
   *o = (ApiOutput){.info = *info};
   harmony_parser_init(&o->parser);
   uint64_t seed = info->request_id ^ ((uint64_t)info->created << 20) ^ (uint64_t)(uintptr_t)o;
-  api_tool_calls_init(&o->calls, seed, info->chat && !info->stream);
+  api_tool_calls_init(&o->calls, seed, info->chat && !info->stream && !info->responses);
   if (info->responses) {
     o->responses = api_responses_output_new(info->responses, info, seed);
     return;

@@ -15,6 +15,7 @@
 
 #include "../unit/harmony_fixture.h"
 #include "api/api_responses_request.h"
+#include "output_script.h"
 
 static ApiRequestContext context(const Tokenizer *t) {
   return (ApiRequestContext){.model = "m", .t = t, .max_model_len = 4096, .default_seed = 5,
@@ -109,7 +110,7 @@ static void test_refused_fields_are_400s(void **state) {
   }
 }
 
-// Feeds output through a /v1/responses ApiOutput; the answer into out.
+// A /v1/responses answer written from output (harmony text), into out.
 static void run_output(const Tokenizer *t, bool stream, const char *output, FinishReason finish,
                        Buf *out) {
   cJSON *echo = cJSON_CreateObject();
@@ -117,19 +118,8 @@ static void run_output(const Tokenizer *t, bool stream, const char *output, Fini
   ApiResponsesInfo ri = {.echo = echo};
   ApiOutputInfo info = {.chat = true, .stream = stream, .request_id = 3, .created = 9,
                         .model = "m", .t = t, .responses = &ri};
-  ApiOutput o;
-  api_output_init(&o, &info);
-  cJSON_Delete(echo);  // the output keeps its own copy
-  TokenIds ids = {0};
-  tok_encode(t, output, strlen(output), true, &ids);
-  for (size_t i = 0; i < ids.len; i++) {
-    TokenEvent ev = {.request_id = 3, .has_token = true, .token_id = ids.data[i],
-                     .finish = i + 1 == ids.len ? finish : FINISH_NONE,
-                     .num_prompt_tokens = 10, .num_output_tokens = (uint32_t)i + 1};
-    assert_int_equal(api_output_event(&o, &ev, out), 200);
-  }
-  token_ids_free(&ids);
-  api_output_free(&o);
+  output_script_run(t, &info, output, finish, out);
+  cJSON_Delete(echo);
 }
 
 static const char *str_of(const cJSON *o, const char *key) {

@@ -20,6 +20,7 @@
 #include "api/api_output.h"
 #include "api/api_request.h"
 #include "api/api_tools.h"
+#include "output_script.h"
 
 // Rendered ids must equal text encoded with special tokens allowed.
 static void assert_ids_are_text(const Tokenizer *t, const TokenIds *ids, const char *text) {
@@ -254,22 +255,11 @@ static const char CALL_OUTPUT[] =
     "<|channel|>analysis<|message|>Need the tool.<|end|><|start|>assistant<|channel|>commentary "
     "to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>";
 
-// Feeds output (harmony text) through an ApiOutput; the answer's bytes into out.
+// A chat answer written from output (harmony text), into out.
 static void run_output(const Tokenizer *t, bool stream, const char *output, Buf *out) {
   ApiOutputInfo info = {.chat = true, .stream = stream, .request_id = 7, .created = 1,
                         .model = "m", .t = t};
-  ApiOutput o;
-  api_output_init(&o, &info);
-  TokenIds ids = {0};
-  tok_encode(t, output, strlen(output), true, &ids);
-  for (size_t i = 0; i < ids.len; i++) {
-    TokenEvent ev = {.request_id = 7, .has_token = true, .token_id = ids.data[i],
-                     .finish = i + 1 == ids.len ? FINISH_STOP : FINISH_NONE,
-                     .num_prompt_tokens = 10, .num_output_tokens = (uint32_t)i + 1};
-    assert_int_equal(api_output_event(&o, &ev, out), 200);
-  }
-  token_ids_free(&ids);
-  api_output_free(&o);
+  output_script_run(t, &info, output, FINISH_STOP, out);
 }
 
 static void test_whole_answer_carries_tool_calls(void **state) {

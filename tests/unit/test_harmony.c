@@ -69,6 +69,18 @@ static void test_tool_call_conversation_matches_its_text_form(void **state) {
       "{\"temp\":21}<|end|><|start|>assistant");
 }
 
+// vLLM's system message when no function tools are given: commentary is not a valid channel.
+static void test_system_message_without_commentary(void **state) {
+  HarmonyMessage user = {.role = "user", .content = "x"};
+  HarmonySystemOptions opts = {.current_date = "2026-12-04", .reasoning_effort = "low",
+                               .without_commentary = true};
+  assert_renders_as(*state, &user, 1, &opts,
+                    "<|start|>system<|message|>You are ChatGPT, a large language model trained by "
+                    "OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: 2026-12-04\n\nReasoning: "
+                    "low\n\n# Valid channels: analysis, final. Channel must be included for every "
+                    "message.<|end|><|start|>user<|message|>x<|end|><|start|>assistant");
+}
+
 static void test_explicit_system_message_replaces_the_default(void **state) {
   HarmonyMessage msgs[] = {{.role = "system", .content = "Custom."}, {.role = "user", .content = "x"}};
   assert_renders_as(*state, msgs, 2, NULL,
@@ -150,6 +162,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_default_system_and_user_message_is_the_spec_example),
       cmocka_unit_test(test_tool_call_conversation_matches_its_text_form),
+      cmocka_unit_test(test_system_message_without_commentary),
       cmocka_unit_test(test_explicit_system_message_replaces_the_default),
       cmocka_unit_test(test_special_token_text_in_content_is_not_a_control_token),
       cmocka_unit_test(test_parser_splits_reasoning_and_answer),
