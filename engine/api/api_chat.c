@@ -13,7 +13,7 @@ static const cJSON *get(const cJSON *o, const char *key) {
 }
 
 // A message's text into out: a string, or the concatenated "text" of a list of text parts.
-// null is accepted (as "") when null_ok.
+// null is accepted (as "") when null_ok (assistant and tool messages, as vLLM takes them).
 static bool content_text(const cJSON *content, bool null_ok, size_t i, Buf *out, ApiError *err) {
   buf_append(out, "", 0);
   if (cJSON_IsString(content)) {
@@ -125,7 +125,7 @@ static bool add_message(ApiConversation *c, const cJSON *messages, const cJSON *
                      "user, assistant or tool)",
                      i, r);
   Buf text = {0};
-  bool ok = content_text(get(m, "content"), assistant, i, &text, err);
+  bool ok = content_text(get(m, "content"), assistant || tool, i, &text, err);
   if (ok && system && i == 0) {
     buf_append_str(instructions, text.data);
   } else if (ok && system) {

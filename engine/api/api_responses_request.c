@@ -226,8 +226,7 @@ static void echo_member(cJSON *echo, const cJSON *req, const char *key, cJSON *f
   if (!absent(v)) cJSON_Delete(fallback);
 }
 
-static cJSON *echo_of(const cJSON *req, const char *effort, double temperature, double top_p,
-                      int max_tokens) {
+static cJSON *echo_of(const cJSON *req, const char *effort, double temperature, double top_p) {
   cJSON *echo = cJSON_CreateObject();
   echo_member(echo, req, "instructions", cJSON_CreateNull());
   echo_member(echo, req, "metadata", cJSON_CreateNull());
@@ -237,7 +236,7 @@ static cJSON *echo_of(const cJSON *req, const char *effort, double temperature, 
   echo_member(echo, req, "parallel_tool_calls", cJSON_CreateTrue());
   cJSON_AddNumberToObject(echo, "temperature", temperature);
   cJSON_AddNumberToObject(echo, "top_p", top_p);
-  cJSON_AddNumberToObject(echo, "max_output_tokens", max_tokens);
+  echo_member(echo, req, "max_output_tokens", cJSON_CreateNull());
   cJSON *reasoning = cJSON_AddObjectToObject(echo, "reasoning");
   if (effort) cJSON_AddStringToObject(reasoning, "effort", effort);
   else cJSON_AddNullToObject(reasoning, "effort");
@@ -285,7 +284,7 @@ static bool parse_object(ApiRequest *r, ApiResponsesInfo *info, const cJSON *req
       .max_tokens = max_tokens >= 1 ? (int)max_tokens : room > 1 ? (int)room : 1,
       .sampling = {.temperature = (float)temperature, .top_p = (float)top_p, .top_k = -1},
       .seed = c->default_seed};
-  info->echo = echo_of(req, effort, temperature, top_p, r->params.max_tokens);
+  info->echo = echo_of(req, effort, temperature, top_p);
   return true;
 }
 

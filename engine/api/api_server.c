@@ -49,7 +49,7 @@ struct ApiServer {
   atomic_uint num_live;  // ApiCalls allocated
 };
 
-// One completions or chat request on its connection.
+// One completions, chat or responses request on its connection.
 typedef struct {
   ApiPrepJob job;  // the prep worker's view of the call (job.conn: the connection)
   ApiServer *server;
