@@ -68,7 +68,7 @@ rows_check() {  # one TAP line per row sent since the last call, in order
       if (kind === "error") {
         const e = o.error;
         const good = e && typeof e.message === "string" && e.message && typeof e.type === "string"
-          && "param" in e && (e.param === null || typeof e.param === "string") && e.code === +got;
+          && "param" in e && (e.param === null || typeof e.param === "string") && e.code === (got === "401" ? "invalid_api_key" : null);
         return good ? "" : "not an OpenAI error body: " + text.slice(0, 200);
       }
       const good = Array.isArray(o.choices) && o.choices.length === 1 && o.usage;
