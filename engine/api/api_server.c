@@ -95,8 +95,10 @@ static enum MHD_Result reply_metrics(ApiServer *s, struct MHD_Connection *conn) 
   s->hub.engine.stats(s->hub.engine.engine, &st);
   ApiHttpStats http = {.num_connections_cut = api_guard_num_cut(&s->guard),
                        .num_hangups = api_guard_num_hangups(&s->guard)};
+  ApiLatencyStats lat;
+  api_latency_read(&s->hub.latency, &lat);
   Buf text = {0};
-  api_metrics_text(&st, &http, s->o.served_model_name, &text);
+  api_metrics_text(&st, &lat, &http, s->o.served_model_name, &text);
   enum MHD_Result ret =
       http_reply(conn, 200, "text/plain; version=0.0.4; charset=utf-8", text.data, text.len);
   buf_free(&text);
@@ -322,6 +324,7 @@ ApiServer *api_start(const ApiOptions *o, const ApiEngine *engine, const Tokeniz
     CHECK(EVP_Digest(bearer.data, bearer.len, s->key_digest, &len, EVP_sha256(), NULL) == 1);
     buf_free(&bearer);
   }
+  api_latency_init(&s->hub.latency, o->max_model_len);
   bool guard = api_guard_start(&s->guard, o->receive_timeout_s, RECEIVE_MIN_RATE);
   bool prep = api_prep_start(&s->prep);
   if (!api_hub_start(&s->hub, engine) || !guard || !prep) {
@@ -372,6 +375,7 @@ void api_stop(ApiServer *s) {
   if (s->daemon) MHD_stop_daemon(s->daemon);
   api_guard_stop(&s->guard);  // after MHD: it has told the guard of every close
   api_hub_free(&s->hub);
+  api_latency_free(&s->hub.latency);
   free((char *)s->o.host);
   free((char *)s->o.served_model_name);
   free((char *)s->o.api_key);
