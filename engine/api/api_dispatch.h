@@ -27,8 +27,8 @@ struct MHD_Connection;
 enum { API_MAX_EVENTS = 1024 };
 
 typedef struct {
-  uint64_t id;    // the engine's request id
-  ApiOutput out;  // the dispatcher's alone
+  uint64_t id;          // the engine's request id
+  ApiOutput out;        // the dispatcher's alone
   ApiLatencyTrack lat;  // the dispatcher's alone (set before the request is submitted)
   // under ApiHub.mu:
   struct MHD_Connection *conn;
