@@ -186,16 +186,32 @@ static bool has_nul(const char *body, size_t len) {
   return false;
 }
 
+cJSON *api_request_object(const char *body, size_t len, ApiError *err) {
+  if (has_nul(body, len)) {
+    api_error(err, 400, NULL, "the request holds a NUL character, which is not supported");
+    return NULL;
+  }
+  cJSON *req = parse_json(body, len);
+  if (cJSON_IsObject(req)) return req;
+  api_error(err, 400, NULL, "the request body is not a JSON object%s",
+            req ? "" : " (malformed JSON)");
+  cJSON_Delete(req);
+  return NULL;
+}
+
+bool api_request_check_model(const cJSON *req, const char *served, ApiError *err) {
+  return check_model(req, served, err);
+}
+
+bool api_request_get_bool(const cJSON *obj, const char *name, bool *out, ApiError *err) {
+  return get_bool(obj, name, out, err);
+}
+
 bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, const char *body,
                        size_t len, ApiError *err) {
   *r = (ApiRequest){.chat = chat};
-  if (has_nul(body, len))
-    return api_error(err, 400, NULL, "the request holds a NUL character, which is not supported");
-  cJSON *req = parse_json(body, len);
-  bool ok = cJSON_IsObject(req)
-                ? parse_object(r, req, c, err)
-                : api_error(err, 400, NULL, "the request body is not a JSON object%s",
-                            req ? "" : " (malformed JSON)");
+  cJSON *req = api_request_object(body, len, err);
+  bool ok = req && parse_object(r, req, c, err);
   cJSON_Delete(req);
   if (!ok) api_request_free(r);
   return ok;

@@ -5,6 +5,7 @@
 #ifndef GE_API_API_REQUEST_H
 #define GE_API_API_REQUEST_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,5 +38,13 @@ typedef struct {
 bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, const char *body,
                        size_t len, ApiError *err);
 void api_request_free(ApiRequest *r);
+
+// The pieces other request bodies share (/tokenize, /detokenize):
+// body[len] as one JSON object (no NUL, nothing after it); NULL with err (400) otherwise.
+cJSON *api_request_object(const char *body, size_t len, ApiError *err);
+// "model" absent, null or the served name; else err (400 not a string, 404 unknown).
+bool api_request_check_model(const cJSON *req, const char *served, ApiError *err);
+// obj[name] absent or null (*out stays), or a bool; else err (400).
+bool api_request_get_bool(const cJSON *obj, const char *name, bool *out, ApiError *err);
 
 #endif

@@ -19,8 +19,10 @@
 #include "api/api_dispatch.h"
 #include "api/api_guard.h"
 #include "api/api_metrics.h"
+#include "api/api_models.h"
 #include "api/api_prep.h"
 #include "api/api_request.h"
+#include "api/api_tokenize.h"
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/http_server.h"
@@ -48,11 +50,13 @@ struct ApiServer {
   atomic_uint num_live;  // ApiCalls allocated
 };
 
-// One completions or chat request on its connection.
+// One request with a body (completions, chat, /tokenize, /detokenize) on its connection.
 typedef struct {
   ApiPrepJob job;  // the prep worker's view of the call (job.conn: the connection)
   ApiServer *server;
   bool chat;
+  ApiTextRoute text_route;  // /tokenize or /detokenize: answered here, without the engine
+  cJSON *reply;             // their answer, once prepared
   ApiError error;  // status != 0: answer this once the body is in
   Buf body;
   bool prepared;      // parsed and submitted (or refused: then error says why)
@@ -75,19 +79,15 @@ static enum MHD_Result reply_error(struct MHD_Connection *conn, const ApiError *
   return http_reply_json(conn, e->status, api_error_body(e));
 }
 
-static enum MHD_Result reply_models(ApiServer *s, struct MHD_Connection *conn) {
-  cJSON *model = cJSON_CreateObject();
-  cJSON_AddStringToObject(model, "id", s->o.served_model_name);
-  cJSON_AddStringToObject(model, "object", "model");
-  cJSON_AddNumberToObject(model, "created", (double)s->created);
-  cJSON_AddStringToObject(model, "owned_by", "gptoss-engine");
-  cJSON_AddStringToObject(model, "root", s->o.served_model_name);
-  cJSON_AddNullToObject(model, "parent");
-  cJSON_AddNumberToObject(model, "max_model_len", s->o.max_model_len);
-  cJSON *root = cJSON_CreateObject();
-  cJSON_AddStringToObject(root, "object", "list");
-  cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "data"), model);
-  return http_reply_json(conn, 200, root);
+// GET /v1/models and /v1/models/{id}.
+static enum MHD_Result reply_models(ApiServer *s, struct MHD_Connection *conn, const char *url) {
+  ApiModelInfo m = {.id = s->o.served_model_name,
+                    .created = s->created,
+                    .max_model_len = s->o.max_model_len};
+  if (strcmp(url, "/v1/models") == 0) return http_reply_json(conn, 200, api_models_list(&m));
+  ApiError e;
+  cJSON *model = api_models_get(&m, url + strlen("/v1/models/"), &e);
+  return model ? http_reply_json(conn, 200, model) : reply_error(conn, &e);
 }
 
 static enum MHD_Result reply_metrics(ApiServer *s, struct MHD_Connection *conn) {
@@ -142,6 +142,11 @@ static void prepare(ApiServer *s, ApiCall *c) {
                            .t = s->t,
                            .max_model_len = s->o.max_model_len,
                            .default_seed = s->seed_base ^ (n * 0x9e3779b97f4a7c15ull)};
+  if (c->text_route) {
+    c->reply = api_tokenize_answer(c->text_route, &ctx, c->body.data, c->body.len, &c->error);
+    buf_free(&c->body);
+    return;
+  }
   ApiRequest r;
   bool ok = api_request_parse(&r, &ctx, c->chat, c->body.data, c->body.len, &c->error);
   buf_free(&c->body);
@@ -177,6 +182,11 @@ static void on_hangup(void *arg) {
 
 // The answer to a prepared call: a stream at once, a whole answer when finished.
 static enum MHD_Result answer(ApiCall *c, struct MHD_Connection *conn) {
+  if (c->reply) {
+    cJSON *reply = c->reply;
+    c->reply = NULL;
+    return http_reply_json(conn, 200, reply);
+  }
   if (!c->stream) return reply_error(conn, &c->error);
   if (!c->watched) api_guard_watch_hangup(&c->server->guard, conn, on_hangup, c);
   c->watched = true;
@@ -201,12 +211,15 @@ static bool authorized(const ApiServer *s, struct MHD_Connection *conn) {
 static ApiCall *begin_call(ApiServer *s, struct MHD_Connection *conn, const char *url,
                            const char *method, bool chat) {
   ApiCall *c = xcalloc(1, sizeof *c);
-  *c = (ApiCall){.job = {.conn = conn, .run = prepare_job}, .server = s, .chat = chat};
+  *c = (ApiCall){.job = {.conn = conn, .run = prepare_job},
+                 .server = s,
+                 .chat = chat,
+                 .text_route = api_tokenize_route(url)};
   atomic_fetch_add(&s->num_live, 1);
   const char *length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
   if (strcmp(method, "POST") != 0)
     api_error(&c->error, 405, NULL, "%s takes POST", url);
-  else if (!authorized(s, conn))
+  else if (!c->text_route && !authorized(s, conn))  // as vLLM: the key guards /v1/* only
     api_error(&c->error, 401, NULL, "Incorrect or missing API key");
   else if (length && strtoull(length, NULL, 10) > s->o.max_body_bytes)
     api_error(&c->error, 413, NULL, "the request body is larger than %zu bytes",
@@ -228,11 +241,12 @@ static void take_upload(ApiServer *s, ApiCall *c, const char *data, size_t n) {
 
 static enum MHD_Result get_route(ApiServer *s, struct MHD_Connection *conn, const char *url,
                                  const char *method) {
-  bool health = strcmp(url, "/health") == 0, models = strcmp(url, "/v1/models") == 0,
-       metrics = strcmp(url, "/metrics") == 0;
+  bool health = strcmp(url, "/health") == 0, metrics = strcmp(url, "/metrics") == 0,
+       version = strcmp(url, "/version") == 0,
+       models = strcmp(url, "/v1/models") == 0 || strncmp(url, "/v1/models/", 11) == 0;
   ApiError e;
   api_guard_request_in(&s->guard, conn);
-  if (!health && !models && !metrics) {
+  if (!health && !models && !metrics && !version) {
     api_error(&e, 404, NULL, "no route %.100s", url);
     return reply_error(conn, &e);
   }
@@ -242,11 +256,12 @@ static enum MHD_Result get_route(ApiServer *s, struct MHD_Connection *conn, cons
   }
   if (health) return http_reply(conn, 200, "text/plain", "", 0);
   if (metrics) return reply_metrics(s, conn);
+  if (version) return http_reply_json(conn, 200, api_models_version());
   if (!authorized(s, conn)) {
     api_error(&e, 401, NULL, "Incorrect or missing API key");
     return reply_error(conn, &e);
   }
-  return reply_models(s, conn);
+  return reply_models(s, conn, url);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -257,7 +272,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   ApiCall *c = *con_cls;
   if (!c) {
     bool chat = strcmp(url, "/v1/chat/completions") == 0;
-    if (!chat && strcmp(url, "/v1/completions") != 0) return get_route(s, conn, url, method);
+    if (!chat && strcmp(url, "/v1/completions") != 0 && !api_tokenize_route(url))
+      return get_route(s, conn, url, method);
     *con_cls = begin_call(s, conn, url, method, chat);
     return MHD_YES;
   }
@@ -286,6 +302,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   ApiCall *c = *con_cls;
   if (!c) return;
   if (c->stream) api_hub_close(&s->hub, c->stream);  // aborts the request if it is unfinished
+  cJSON_Delete(c->reply);
   buf_free(&c->body);
   free(c);
   *con_cls = NULL;
