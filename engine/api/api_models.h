@@ -12,7 +12,7 @@
 #define API_ENGINE_VERSION "0.1.0"
 
 typedef struct {
-  const char *id;  // the served model name
+  const char *id;   // the served model name
   int64_t created;  // unix seconds (the server's start)
   int max_model_len;
 } ApiModelInfo;

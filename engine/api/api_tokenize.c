@@ -68,8 +68,7 @@ static bool chat_ids(const cJSON *req, const Tokenizer *t, TokenIds *ids, ApiErr
                      "Cannot set both `continue_final_message` and `add_generation_prompt` to "
                      "True.");
   if (continue_final)
-    return api_error(err, 400, "continue_final_message",
-                     "continue_final_message is not supported");
+    return api_error(err, 400, "continue_final_message", "continue_final_message is not supported");
   const cJSON *kwargs = field(req, "chat_template_kwargs"), *effort = NULL;
   if (kwargs) {
     effort = field(kwargs, "reasoning_effort");
