@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +63,7 @@ typedef struct {
   bool prepared;      // parsed and submitted (or refused: then error says why)
   bool streamed;      // the submitted request is answered as a stream
   bool watched;       // the guard watches for the client's hang-up
+  bool http11;        // the request is HTTP/1.1 (it may be sent an interim 1xx answer)
   ApiStream *stream;  // once submitted
 } ApiCall;
 
@@ -180,6 +182,25 @@ static void on_hangup(void *arg) {
   c->server->hub.engine.abort(c->server->hub.engine.engine, c->stream->id);
 }
 
+// The client has ended its sending (a half-close, or a close that looks the same) while a whole
+// answer is pending: an interim "100 Continue" goes out (RFC 9110 15.2: an HTTP/1.1 client must
+// accept an unexpected 1xx; a half-closed one then reads its answer), written under the hub's
+// lock while the connection is suspended, so libmicrohttpd writes nothing at the same time. A
+// client that is gone answers it with a reset, which the guard takes as the hang-up. A stream
+// needs no probe (its next token is one), nor HTTP/1.0 (no 1xx allowed: such a close shows when
+// the answer is written). True once done; false to be asked again.
+static bool probe_hangup(void *arg, int fd) {
+  static const char interim[] = "HTTP/1.1 100 Continue\r\n\r\n";
+  ApiCall *c = arg;
+  if (c->streamed || !c->http11) return true;
+  ApiHub *h = &c->server->hub;
+  pthread_mutex_lock(&h->mu);
+  bool idle = c->stream->suspended;
+  if (idle) (void)!send(fd, interim, sizeof interim - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  pthread_mutex_unlock(&h->mu);
+  return idle;
+}
+
 // The answer to a prepared call: a stream at once, a whole answer when finished.
 static enum MHD_Result answer(ApiCall *c, struct MHD_Connection *conn) {
   if (c->reply) {
@@ -188,7 +209,7 @@ static enum MHD_Result answer(ApiCall *c, struct MHD_Connection *conn) {
     return http_reply_json(conn, 200, reply);
   }
   if (!c->stream) return reply_error(conn, &c->error);
-  if (!c->watched) api_guard_watch_hangup(&c->server->guard, conn, on_hangup, c);
+  if (!c->watched) api_guard_watch_hangup(&c->server->guard, conn, on_hangup, probe_hangup, c);
   c->watched = true;
   return c->streamed ? reply_stream(c, conn) : reply_when_finished(c, conn);
 }
@@ -267,14 +288,15 @@ static enum MHD_Result get_route(ApiServer *s, struct MHD_Connection *conn, cons
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **con_cls) {
-  (void)version;
   ApiServer *s = cls;
   ApiCall *c = *con_cls;
   if (!c) {
     bool chat = strcmp(url, "/v1/chat/completions") == 0;
     if (!chat && strcmp(url, "/v1/completions") != 0 && !api_tokenize_route(url))
       return get_route(s, conn, url, method);
-    *con_cls = begin_call(s, conn, url, method, chat);
+    c = begin_call(s, conn, url, method, chat);
+    c->http11 = strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
+    *con_cls = c;
     return MHD_YES;
   }
   if (*upload_size) {

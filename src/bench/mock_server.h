@@ -27,9 +27,9 @@ typedef struct {
                                // finish_reason or [DONE]
   uint64_t seed;               // picks which requests get errors (by arrival number)
   uint32_t num_threads;        // HTTP worker threads (each with its own epoll)
-  unsigned receive_timeout_s;  // a request that moves no byte this long while it arrives (or
-                               // a keep-alive connection idle this long) is closed; answers
-                               // are never cut by it; 0: never
+  unsigned receive_timeout_s;  // a connection that moves no byte this long (a stalled request,
+                               // an idle keep-alive one, a client not reading) is closed; a
+                               // stream waiting for its next event is not; 0: never
 } MockOptions;
 
 typedef struct {

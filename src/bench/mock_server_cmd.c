@@ -43,9 +43,9 @@ static const char USAGE[] =
     "                         usage or data: [DONE] (a server that gave up on it)\n"
     "  --seed N               which requests get errors (default 0)\n"
     "  --threads N            HTTP worker threads (default: number of CPUs)\n"
-    "  --receive-timeout S    close a connection whose request moves no byte for S seconds,\n"
-    "                         or that stays idle between requests that long (default 10;\n"
-    "                         0: never); answers are never cut by it\n"
+    "  --receive-timeout S    close a connection that moves no byte for S seconds: a stalled\n"
+    "                         request, an idle keep-alive one, a client not reading (default\n"
+    "                         10; 0: never); streams waiting for their next event are not cut\n"
     "  --crash-after N        exit abruptly (status 1, an error line on stderr, open streams\n"
     "                         cut) once N completion requests have arrived\n"
     "  --crash-after-sec X    the same X seconds after start\n";
