@@ -1,9 +1,11 @@
 // api_server.c: the server's lifecycle and routing on libmicrohttpd: one internal epoll thread
 // serves every connection; streams wait suspended (api_dispatch.c resumes them), so thousands of
-// streams need no thread each. Owns the routes, the API key check (constant time), the body
-// size limit and per-call state; large bodies are prepared on the prep worker (api_prep.h) and
-// late or idle connections cut by the guard (api_guard.h). Must not block an HTTP thread or exit
-// on client input.
+// streams need no thread each. Owns the routes, the API key check (constant time, on /v1/* as
+// vLLM does), the body size limit and per-call state; large bodies are prepared on the prep
+// worker (api_prep.h), late or idle connections cut by the guard (api_guard.h), which also
+// watches pending answers for hang-ups (a half-closed client's whole answer is probed with an
+// interim 100 Continue). /tokenize and /detokenize are answered here (api_tokenize.h), without
+// the engine. Must not block an HTTP thread or exit on client input.
 #include "api/api.h"
 
 #include <microhttpd.h>
