@@ -14,8 +14,8 @@
 // its request) still gets its whole answer: the end of its sending is not a hang-up. A client
 // that closed its socket looks the same until the server writes to it, so the watch then asks
 // the request's probe to write (a stream's next token; a whole answer's interim response), and
-// the reset that a gone client sends back is the hang-up. Holds no pointer to libmicrohttpd's connections beyond
-// their lifetime (it learns of each close before the socket is closed).
+// the reset that a gone client sends back is the hang-up. Holds no pointer to libmicrohttpd's
+// connections beyond their lifetime (it learns of each close before the socket is closed).
 #ifndef GE_API_API_GUARD_H
 #define GE_API_API_GUARD_H
 

@@ -60,7 +60,7 @@ typedef struct {
   bool chat;
   ApiTextRoute text_route;  // /tokenize or /detokenize: answered here, without the engine
   cJSON *reply;             // their answer, once prepared
-  ApiError error;  // status != 0: answer this once the body is in
+  ApiError error;           // status != 0: answer this once the body is in
   Buf body;
   bool prepared;      // parsed and submitted (or refused: then error says why)
   bool streamed;      // the submitted request is answered as a stream
@@ -85,9 +85,8 @@ static enum MHD_Result reply_error(struct MHD_Connection *conn, const ApiError *
 
 // GET /v1/models and /v1/models/{id}.
 static enum MHD_Result reply_models(ApiServer *s, struct MHD_Connection *conn, const char *url) {
-  ApiModelInfo m = {.id = s->o.served_model_name,
-                    .created = s->created,
-                    .max_model_len = s->o.max_model_len};
+  ApiModelInfo m = {
+      .id = s->o.served_model_name, .created = s->created, .max_model_len = s->o.max_model_len};
   if (strcmp(url, "/v1/models") == 0) return http_reply_json(conn, 200, api_models_list(&m));
   ApiError e;
   cJSON *model = api_models_get(&m, url + strlen("/v1/models/"), &e);
