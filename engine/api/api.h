@@ -1,6 +1,7 @@
 // api.h: the engine's OpenAI-compatible HTTP front end (libmicrohttpd): POST /v1/chat/completions
 // and /v1/completions (streamed as SSE or answered whole), POST /v1/responses (stateless),
-// GET /v1/models, /health, /metrics.
+// GET /v1/models, /v1/models/{id}, /health, /metrics (vLLM's names), and vLLM's GET /version,
+// POST /tokenize and /detokenize.
 // It reaches the engine only through an ApiEngine: the engine.h functions the serve command
 // binds with api_engine_of, or a test's double. Never exits the process on client input: every
 // bad request gets an OpenAI-style 4xx error body.

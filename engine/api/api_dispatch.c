@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/clock.h"
 
 enum { POLL_TIMEOUT_NS = 50 * 1000 * 1000 };  // how soon the thread sees api_hub_stop
 
@@ -32,6 +33,7 @@ static void dispatch(ApiHub *h, const TokenEvent *ev) {
   if (s && last) api_table_remove(&h->table, ev->request_id);
   pthread_mutex_unlock(&h->mu);
   if (!s) return;  // not ours (or already forgotten at shutdown)
+  api_latency_event(&h->latency, &s->lat, ev, clock_now_ns());
   buf_clear(&h->scratch);
   unsigned status = closed ? 0 : api_output_event(&s->out, ev, &h->scratch);
 
@@ -73,6 +75,7 @@ ApiStream *api_hub_submit(ApiHub *h, const EngineRequestParams *p, ApiOutputInfo
                           struct MHD_Connection *conn, ApiError *err) {
   ApiStream *s = xcalloc(1, sizeof *s);
   s->conn = conn;
+  api_latency_submitted(&s->lat, p->max_tokens, clock_now_ns());
   char why[256] = "";
   // Registered under mu before the dispatcher can look the id up: its first event may come at
   // once.

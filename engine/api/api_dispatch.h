@@ -1,6 +1,7 @@
 // api_dispatch.h: where HTTP connections and the engine meet. One dispatcher thread is the only
 // caller of poll_events: it routes each TokenEvent by request id to its ApiStream, turns it into
-// bytes (api_output) and resumes the suspended connection waiting for them. Connection threads
+// bytes (api_output), times it (api_latency) and resumes the suspended connection waiting for
+// them. Connection threads
 // only copy bytes out or suspend. A stream lives until both sides are done with it: the engine
 // (its last event was seen) and the connection (closed); a connection that closes first aborts
 // its request, which frees its KV blocks. Must not call the engine with its lock held, except
@@ -16,6 +17,7 @@
 
 #include "api/api.h"
 #include "api/api_error.h"
+#include "api/api_latency.h"
 #include "api/api_output.h"
 #include "api/api_table.h"
 #include "common/buf.h"
@@ -25,8 +27,9 @@ struct MHD_Connection;
 enum { API_MAX_EVENTS = 1024 };
 
 typedef struct {
-  uint64_t id;    // the engine's request id
-  ApiOutput out;  // the dispatcher's alone
+  uint64_t id;          // the engine's request id
+  ApiOutput out;        // the dispatcher's alone
+  ApiLatencyTrack lat;  // the dispatcher's alone (set before the request is submitted)
   // under ApiHub.mu:
   struct MHD_Connection *conn;
   Buf bytes;  // answer bytes not handed to MHD yet: [pos, bytes.len)
@@ -42,6 +45,7 @@ typedef struct {
   ApiEngine engine;
   pthread_mutex_t mu;  // guards table, the flags and the ApiStream fields marked so
   ApiTable table;      // id -> ApiStream, for requests whose last event is still to come
+  ApiLatency latency;  // the request histograms (own lock; the server inits and frees it)
   bool stopping;       // api_hub_abort_all was called: no more submissions
   bool refusing;       // api_hub_release_all was called: no more suspensions
   atomic_bool exiting;

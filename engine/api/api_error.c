@@ -30,6 +30,7 @@ static void utf8_copy(char *out, size_t size, const char *text) {
 
 bool api_error(ApiError *e, unsigned status, const char *param, const char *fmt, ...) {
   e->status = status;
+  e->code[0] = '\0';
   snprintf(e->param, sizeof e->param, "%s", param ? param : "");
   char text[sizeof e->message];
   va_list ap;
@@ -60,6 +61,7 @@ const char *api_error_type(unsigned status) {
 }
 
 cJSON *api_error_body(const ApiError *e) {
-  return http_error_body(e->status, api_error_type(e->status), e->message,
-                         e->param[0] ? e->param : NULL);
+  const char *code = e->code[0] ? e->code : e->status == 401 ? "invalid_api_key" : NULL;
+  return http_error_body(api_error_type(e->status), e->message, e->param[0] ? e->param : NULL,
+                         code);
 }

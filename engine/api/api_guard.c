@@ -24,6 +24,7 @@ struct ApiGuardConn {
   int64_t since_ns;              // when the request started to arrive (or the last answer ended)
   uint64_t body_bytes;           // of the request arriving
   void (*on_hangup)(void *arg);  // while an answer is pending: called once if the client leaves
+  bool (*probe)(void *arg, int fd);  // called while the client's end is closed, until true
   void *hangup_arg;
 };
 
@@ -38,8 +39,10 @@ static bool late(const ApiGuard *g, const ApiGuardConn *c, int64_t now) {
   return g->timeout_ns > 0 && c->receiving && !c->cut && (double)(now - c->since_ns) > allowed_ns;
 }
 
-// Under mu: one poll over every watched socket; a client that closed its end (or reset the
-// connection) has its request's on_hangup called.
+// Under mu: one poll over every watched socket. A reset or an error (POLLERR, POLLHUP: the client
+// is gone) calls its request's on_hangup. The end of the client's sending alone (POLLRDHUP) is a
+// half-close or a close, which TCP cannot tell apart until the server writes: the request goes
+// on, and its probe is asked to write something (a gone client answers that with a reset).
 static void watch_hangups(ApiGuard *g) {
   size_t n = 0;
   for (ApiGuardConn *c = g->head; c; c = c->next) {
@@ -55,7 +58,11 @@ static void watch_hangups(ApiGuard *g) {
   if (n == 0 || poll(g->watch_fds, n, 0) <= 0) return;
   for (size_t i = 0; i < n; i++) {
     ApiGuardConn *c = g->watch_conns[i];
-    if (!(g->watch_fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
+    short revents = g->watch_fds[i].revents;
+    if (!(revents & (POLLHUP | POLLERR))) {
+      if ((revents & POLLRDHUP) && c->probe && c->probe(c->hangup_arg, c->fd)) c->probe = NULL;
+      continue;
+    }
     void (*on_hangup)(void *) = c->on_hangup;
     c->on_hangup = NULL;
     on_hangup(c->hangup_arg);
@@ -143,11 +150,12 @@ void api_guard_request_in(ApiGuard *g, struct MHD_Connection *conn) {
 }
 
 void api_guard_watch_hangup(ApiGuard *g, struct MHD_Connection *conn, void (*on_hangup)(void *arg),
-                            void *arg) {
+                            bool (*probe)(void *arg, int fd), void *arg) {
   ApiGuardConn *c = conn_of(conn);
   if (!c || c->fd < 0) return;
   pthread_mutex_lock(&g->mu);
   c->on_hangup = on_hangup;
+  c->probe = probe;
   c->hangup_arg = arg;
   pthread_mutex_unlock(&g->mu);
 }
@@ -157,6 +165,7 @@ void api_guard_answered(ApiGuard *g, struct MHD_Connection *conn) {
   if (!c) return;
   pthread_mutex_lock(&g->mu);
   c->on_hangup = NULL;
+  c->probe = NULL;
   c->receiving = c->fd >= 0;
   c->since_ns = clock_now_ns();
   c->body_bytes = 0;

@@ -10,8 +10,12 @@
 // until its answer is done: answers may take minutes. While an answer is pending the connection
 // is suspended, and libmicrohttpd does not notice a client that leaves; the watchdog does (the
 // hang-up watch), so the request can be aborted and its KV blocks freed at once rather than
-// when its last token fails to go out. Holds no pointer to libmicrohttpd's connections beyond
-// their lifetime (it learns of each close before the socket is closed).
+// when its last token fails to go out. A client that only half-closes (shutdown(SHUT_WR) after
+// its request) still gets its whole answer: the end of its sending is not a hang-up. A client
+// that closed its socket looks the same until the server writes to it, so the watch then asks
+// the request's probe to write (a stream's next token; a whole answer's interim response), and
+// the reset that a gone client sends back is the hang-up. Holds no pointer to libmicrohttpd's
+// connections beyond their lifetime (it learns of each close before the socket is closed).
 #ifndef GE_API_API_GUARD_H
 #define GE_API_API_GUARD_H
 
@@ -51,12 +55,14 @@ void api_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
 void api_guard_body(ApiGuard *g, struct MHD_Connection *conn, size_t n);
 // conn's request is in whole: no deadline until its answer is done.
 void api_guard_request_in(ApiGuard *g, struct MHD_Connection *conn);
-// conn's answer is pending: if the client closes its end (or resets the connection) before the
-// answer is done, on_hangup(arg) is called once, on the watchdog thread with the guard's lock
-// held (it must only ask for an abort); api_guard_answered ends the watch, so arg may be freed
-// after it.
+// conn's answer is pending: if the client goes (its socket reports a reset, an error or a
+// hang-up) before the answer is done, on_hangup(arg) is called once. While the client has ended
+// its sending, probe(arg, fd) (may be NULL) is called each scan until it returns true; it may
+// write to fd to provoke the reset of a gone client. Both run on the watchdog thread with the
+// guard's lock held (they must only ask for an abort, or write without blocking);
+// api_guard_answered ends the watch, so arg may be freed after it.
 void api_guard_watch_hangup(ApiGuard *g, struct MHD_Connection *conn, void (*on_hangup)(void *arg),
-                            void *arg);
+                            bool (*probe)(void *arg, int fd), void *arg);
 // conn's answer is done: the deadline for its next request starts now.
 void api_guard_answered(ApiGuard *g, struct MHD_Connection *conn);
 

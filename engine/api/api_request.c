@@ -218,7 +218,7 @@ static bool has_nul(const char *body, size_t len) {
   return false;
 }
 
-cJSON *api_request_json(const char *body, size_t len, ApiError *err) {
+cJSON *api_request_object(const char *body, size_t len, ApiError *err) {
   if (has_nul(body, len)) {
     api_error(err, 400, NULL, "the request holds a NUL character, which is not supported");
     return NULL;
@@ -231,10 +231,14 @@ cJSON *api_request_json(const char *body, size_t len, ApiError *err) {
   return NULL;
 }
 
+bool api_request_get_bool(const cJSON *obj, const char *name, bool *out, ApiError *err) {
+  return get_bool(obj, name, out, err);
+}
+
 bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, const char *body,
                        size_t len, ApiError *err) {
   *r = (ApiRequest){.chat = chat};
-  cJSON *req = api_request_json(body, len, err);
+  cJSON *req = api_request_object(body, len, err);
   bool ok = req && parse_object(r, req, c, err);
   cJSON_Delete(req);
   if (!ok) api_request_free(r);

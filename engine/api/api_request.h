@@ -42,10 +42,12 @@ bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, con
                        size_t len, ApiError *err);
 void api_request_free(ApiRequest *r);
 
-// body[len] as a JSON object (nothing after it, no NUL inside), or NULL with err (400).
-cJSON *api_request_json(const char *body, size_t len, ApiError *err);
-
-// "model" absent or the served name; else 404 (400 when not a string).
+// The pieces other request bodies share (/v1/responses, /tokenize, /detokenize):
+// body[len] as one JSON object (no NUL, nothing after it); NULL with err (400) otherwise.
+cJSON *api_request_object(const char *body, size_t len, ApiError *err);
+// "model" absent, null or the served name; else err (400 not a string, 404 unknown).
 bool api_request_check_model(const cJSON *req, const char *served, ApiError *err);
+// obj[name] absent or null (*out stays), or a bool; else err (400).
+bool api_request_get_bool(const cJSON *obj, const char *name, bool *out, ApiError *err);
 
 #endif

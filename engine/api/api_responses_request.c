@@ -292,7 +292,7 @@ bool api_responses_parse(ApiRequest *r, ApiResponsesInfo *info, const ApiRequest
                          const char *body, size_t len, ApiError *err) {
   *r = (ApiRequest){.chat = true};
   *info = (ApiResponsesInfo){0};
-  cJSON *req = api_request_json(body, len, err);
+  cJSON *req = api_request_object(body, len, err);
   bool ok = req && parse_object(r, info, req, c, err);
   cJSON_Delete(req);
   if (!ok) api_request_free(r);

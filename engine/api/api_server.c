@@ -1,9 +1,11 @@
 // api_server.c: the server's lifecycle and routing on libmicrohttpd: one internal epoll thread
 // serves every connection; streams wait suspended (api_dispatch.c resumes them), so thousands of
-// streams need no thread each. Owns the routes, the API key check (constant time), the body
-// size limit and per-call state; large bodies are prepared on the prep worker (api_prep.h) and
-// late or idle connections cut by the guard (api_guard.h). Must not block an HTTP thread or exit
-// on client input.
+// streams need no thread each. Owns the routes, the API key check (constant time, on /v1/* as
+// vLLM does), the body size limit and per-call state; large bodies are prepared on the prep
+// worker (api_prep.h), late or idle connections cut by the guard (api_guard.h), which also
+// watches pending answers for hang-ups (a half-closed client's whole answer is probed with an
+// interim 100 Continue). /tokenize and /detokenize are answered here (api_tokenize.h), without
+// the engine. Must not block an HTTP thread or exit on client input.
 #include "api/api.h"
 
 #include <microhttpd.h>
@@ -13,15 +15,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "api/api_dispatch.h"
 #include "api/api_guard.h"
 #include "api/api_metrics.h"
+#include "api/api_models.h"
 #include "api/api_prep.h"
 #include "api/api_request.h"
 #include "api/api_responses_request.h"
+#include "api/api_tokenize.h"
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/http_server.h"
@@ -49,17 +54,21 @@ struct ApiServer {
   atomic_uint num_live;  // ApiCalls allocated
 };
 
-// One completions, chat or responses request on its connection.
+// One request with a body (completions, chat, responses, /tokenize, /detokenize) on its
+// connection.
 typedef struct {
   ApiPrepJob job;  // the prep worker's view of the call (job.conn: the connection)
   ApiServer *server;
   bool chat;
-  bool responses;  // POST /v1/responses
-  ApiError error;  // status != 0: answer this once the body is in
+  bool responses;            // POST /v1/responses
+  ApiTextRoute text_route;  // /tokenize or /detokenize: answered here, without the engine
+  cJSON *reply;             // their answer, once prepared
+  ApiError error;           // status != 0: answer this once the body is in
   Buf body;
   bool prepared;      // parsed and submitted (or refused: then error says why)
   bool streamed;      // the submitted request is answered as a stream
   bool watched;       // the guard watches for the client's hang-up
+  bool http11;        // the request is HTTP/1.1 (it may be sent an interim 1xx answer)
   ApiStream *stream;  // once submitted
 } ApiCall;
 
@@ -77,19 +86,14 @@ static enum MHD_Result reply_error(struct MHD_Connection *conn, const ApiError *
   return http_reply_json(conn, e->status, api_error_body(e));
 }
 
-static enum MHD_Result reply_models(ApiServer *s, struct MHD_Connection *conn) {
-  cJSON *model = cJSON_CreateObject();
-  cJSON_AddStringToObject(model, "id", s->o.served_model_name);
-  cJSON_AddStringToObject(model, "object", "model");
-  cJSON_AddNumberToObject(model, "created", (double)s->created);
-  cJSON_AddStringToObject(model, "owned_by", "gptoss-engine");
-  cJSON_AddStringToObject(model, "root", s->o.served_model_name);
-  cJSON_AddNullToObject(model, "parent");
-  cJSON_AddNumberToObject(model, "max_model_len", s->o.max_model_len);
-  cJSON *root = cJSON_CreateObject();
-  cJSON_AddStringToObject(root, "object", "list");
-  cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "data"), model);
-  return http_reply_json(conn, 200, root);
+// GET /v1/models and /v1/models/{id}.
+static enum MHD_Result reply_models(ApiServer *s, struct MHD_Connection *conn, const char *url) {
+  ApiModelInfo m = {
+      .id = s->o.served_model_name, .created = s->created, .max_model_len = s->o.max_model_len};
+  if (strcmp(url, "/v1/models") == 0) return http_reply_json(conn, 200, api_models_list(&m));
+  ApiError e;
+  cJSON *model = api_models_get(&m, url + strlen("/v1/models/"), &e);
+  return model ? http_reply_json(conn, 200, model) : reply_error(conn, &e);
 }
 
 static enum MHD_Result reply_metrics(ApiServer *s, struct MHD_Connection *conn) {
@@ -97,8 +101,10 @@ static enum MHD_Result reply_metrics(ApiServer *s, struct MHD_Connection *conn) 
   s->hub.engine.stats(s->hub.engine.engine, &st);
   ApiHttpStats http = {.num_connections_cut = api_guard_num_cut(&s->guard),
                        .num_hangups = api_guard_num_hangups(&s->guard)};
+  ApiLatencyStats lat;
+  api_latency_read(&s->hub.latency, &lat);
   Buf text = {0};
-  api_metrics_text(&st, &http, s->o.served_model_name, &text);
+  api_metrics_text(&st, &lat, &http, s->o.served_model_name, &text);
   enum MHD_Result ret =
       http_reply(conn, 200, "text/plain; version=0.0.4; charset=utf-8", text.data, text.len);
   buf_free(&text);
@@ -143,6 +149,11 @@ static void prepare(ApiServer *s, ApiCall *c) {
                            .max_model_len = s->o.max_model_len,
                            .default_seed = s->seed_base ^ (n * 0x9e3779b97f4a7c15ull),
                            .current_date = s->o.current_date};
+  if (c->text_route) {
+    c->reply = api_tokenize_answer(c->text_route, &ctx, c->body.data, c->body.len, &c->error);
+    buf_free(&c->body);
+    return;
+  }
   ApiRequest r;
   ApiResponsesInfo responses = {0};
   bool ok = c->responses
@@ -181,10 +192,34 @@ static void on_hangup(void *arg) {
   c->server->hub.engine.abort(c->server->hub.engine.engine, c->stream->id);
 }
 
+// The client has ended its sending (a half-close, or a close that looks the same) while a whole
+// answer is pending: an interim "100 Continue" goes out (RFC 9110 15.2: an HTTP/1.1 client must
+// accept an unexpected 1xx; a half-closed one then reads its answer), written under the hub's
+// lock while the connection is suspended, so libmicrohttpd writes nothing at the same time. A
+// client that is gone answers it with a reset, which the guard takes as the hang-up. A stream
+// needs no probe (its next token is one), nor HTTP/1.0 (no 1xx allowed: such a close shows when
+// the answer is written). True once done; false to be asked again.
+static bool probe_hangup(void *arg, int fd) {
+  static const char interim[] = "HTTP/1.1 100 Continue\r\n\r\n";
+  ApiCall *c = arg;
+  if (c->streamed || !c->http11) return true;
+  ApiHub *h = &c->server->hub;
+  pthread_mutex_lock(&h->mu);
+  bool idle = c->stream->suspended;
+  if (idle) (void)!send(fd, interim, sizeof interim - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  pthread_mutex_unlock(&h->mu);
+  return idle;
+}
+
 // The answer to a prepared call: a stream at once, a whole answer when finished.
 static enum MHD_Result answer(ApiCall *c, struct MHD_Connection *conn) {
+  if (c->reply) {
+    cJSON *reply = c->reply;
+    c->reply = NULL;
+    return http_reply_json(conn, 200, reply);
+  }
   if (!c->stream) return reply_error(conn, &c->error);
-  if (!c->watched) api_guard_watch_hangup(&c->server->guard, conn, on_hangup, c);
+  if (!c->watched) api_guard_watch_hangup(&c->server->guard, conn, on_hangup, probe_hangup, c);
   c->watched = true;
   return c->streamed ? reply_stream(c, conn) : reply_when_finished(c, conn);
 }
@@ -210,12 +245,13 @@ static ApiCall *begin_call(ApiServer *s, struct MHD_Connection *conn, const char
   *c = (ApiCall){.job = {.conn = conn, .run = prepare_job},
                  .server = s,
                  .chat = chat,
-                 .responses = strcmp(url, "/v1/responses") == 0};
+                 .responses = strcmp(url, "/v1/responses") == 0,
+                 .text_route = api_tokenize_route(url)};
   atomic_fetch_add(&s->num_live, 1);
   const char *length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
   if (strcmp(method, "POST") != 0)
     api_error(&c->error, 405, NULL, "%s takes POST", url);
-  else if (!authorized(s, conn))
+  else if (!c->text_route && !authorized(s, conn))  // as vLLM: the key guards /v1/* only
     api_error(&c->error, 401, NULL, "Incorrect or missing API key");
   else if (length && strtoull(length, NULL, 10) > s->o.max_body_bytes)
     api_error(&c->error, 413, NULL, "the request body is larger than %zu bytes",
@@ -237,8 +273,9 @@ static void take_upload(ApiServer *s, ApiCall *c, const char *data, size_t n) {
 
 static enum MHD_Result get_route(ApiServer *s, struct MHD_Connection *conn, const char *url,
                                  const char *method) {
-  bool health = strcmp(url, "/health") == 0, models = strcmp(url, "/v1/models") == 0,
-       metrics = strcmp(url, "/metrics") == 0;
+  bool health = strcmp(url, "/health") == 0, metrics = strcmp(url, "/metrics") == 0,
+       version = strcmp(url, "/version") == 0,
+       models = strcmp(url, "/v1/models") == 0 || strncmp(url, "/v1/models/", 11) == 0;
   ApiError e;
   api_guard_request_in(&s->guard, conn);
   if (strncmp(url, "/v1/responses/", 14) == 0) {  // GET/DELETE /v1/responses/{id}, cancel
@@ -246,7 +283,7 @@ static enum MHD_Result get_route(ApiServer *s, struct MHD_Connection *conn, cons
               url + 14);
     return reply_error(conn, &e);
   }
-  if (!health && !models && !metrics) {
+  if (!health && !models && !metrics && !version) {
     api_error(&e, 404, NULL, "no route %.100s", url);
     return reply_error(conn, &e);
   }
@@ -256,24 +293,27 @@ static enum MHD_Result get_route(ApiServer *s, struct MHD_Connection *conn, cons
   }
   if (health) return http_reply(conn, 200, "text/plain", "", 0);
   if (metrics) return reply_metrics(s, conn);
+  if (version) return http_reply_json(conn, 200, api_models_version());
   if (!authorized(s, conn)) {
     api_error(&e, 401, NULL, "Incorrect or missing API key");
     return reply_error(conn, &e);
   }
-  return reply_models(s, conn);
+  return reply_models(s, conn, url);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **con_cls) {
-  (void)version;
   ApiServer *s = cls;
   ApiCall *c = *con_cls;
   if (!c) {
     bool chat = strcmp(url, "/v1/chat/completions") == 0;
-    if (!chat && strcmp(url, "/v1/completions") != 0 && strcmp(url, "/v1/responses") != 0)
+    if (!chat && strcmp(url, "/v1/completions") != 0 && strcmp(url, "/v1/responses") != 0 &&
+        !api_tokenize_route(url))
       return get_route(s, conn, url, method);
-    *con_cls = begin_call(s, conn, url, method, chat);
+    c = begin_call(s, conn, url, method, chat);
+    c->http11 = strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
+    *con_cls = c;
     return MHD_YES;
   }
   if (*upload_size) {
@@ -301,6 +341,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   ApiCall *c = *con_cls;
   if (!c) return;
   if (c->stream) api_hub_close(&s->hub, c->stream);  // aborts the request if it is unfinished
+  cJSON_Delete(c->reply);
   buf_free(&c->body);
   free(c);
   *con_cls = NULL;
@@ -339,6 +380,7 @@ ApiServer *api_start(const ApiOptions *o, const ApiEngine *engine, const Tokeniz
     CHECK(EVP_Digest(bearer.data, bearer.len, s->key_digest, &len, EVP_sha256(), NULL) == 1);
     buf_free(&bearer);
   }
+  api_latency_init(&s->hub.latency, o->max_model_len);
   bool guard = api_guard_start(&s->guard, o->receive_timeout_s, RECEIVE_MIN_RATE);
   bool prep = api_prep_start(&s->prep);
   if (!api_hub_start(&s->hub, engine) || !guard || !prep) {
@@ -389,6 +431,7 @@ void api_stop(ApiServer *s) {
   if (s->daemon) MHD_stop_daemon(s->daemon);
   api_guard_stop(&s->guard);  // after MHD: it has told the guard of every close
   api_hub_free(&s->hub);
+  api_latency_free(&s->hub.latency);
   free((char *)s->o.host);
   free((char *)s->o.served_model_name);
   free((char *)s->o.api_key);

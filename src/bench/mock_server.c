@@ -57,7 +57,8 @@ void mock_options_default(MockOptions *o) {
                      .error_status = 500,
                      .cut_after = -1,
                      .error_event_after = 2,
-                     .num_threads = 1};
+                     .num_threads = 1,
+                     .receive_timeout_s = 10};
 }
 
 // ---- counters -------------------------------------------------------------------------------
@@ -285,13 +286,22 @@ static bool check_options(const MockOptions *o, char *err, size_t err_size) {
 }
 
 static bool start_daemon(MockServer *s, char *err, size_t err_size) {
+  // libmicrohttpd's timeout closes a connection that moves no byte for that long: a stalled
+  // request, an idle keep-alive connection, a client that stops reading its answer. A stream
+  // waiting for its next event is suspended, and suspended connections are not timed out, so a
+  // TTFT or ITL longer than the timeout is served whole. (A request dripping one byte at a time
+  // is not cut: the engine's guard does that; mock-server serves tests on loopback.)
+  const struct MHD_OptionItem timeout[] = {
+      {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)s->o.receive_timeout_s, NULL},
+      {MHD_OPTION_END, 0, NULL}};
   HttpListenOptions listen = {.who = "mock-server",
                               .host = s->o.host,
                               .port = s->o.port,
                               .num_threads = s->o.num_threads,
                               .on_request = on_request,
                               .on_completed = on_completed,
-                              .cls = s};
+                              .cls = s,
+                              .extra_options = timeout};
   s->daemon = http_listen(&listen, &s->port, err, err_size);
   return s->daemon != NULL;
 }

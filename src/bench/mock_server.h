@@ -27,6 +27,9 @@ typedef struct {
                                // finish_reason or [DONE]
   uint64_t seed;               // picks which requests get errors (by arrival number)
   uint32_t num_threads;        // HTTP worker threads (each with its own epoll)
+  unsigned receive_timeout_s;  // a connection that moves no byte this long (a stalled request,
+                               // an idle keep-alive one, a client not reading) is closed; a
+                               // stream waiting for its next event is not; 0: never
 } MockOptions;
 
 typedef struct {
@@ -42,7 +45,7 @@ typedef struct MockServer MockServer;
 
 // Defaults: 127.0.0.1, port 0, model "openai/gpt-oss-120b", TTFT 50 ms, ITL 10 ms, output from
 // max_tokens, 1 token per event, no errors (status 500 when enabled), no cuts, no error events
-// (after 2 tokens when enabled), seed 0, 1 thread.
+// (after 2 tokens when enabled), seed 0, 1 thread, receive timeout 10 s (the engine's default).
 void mock_options_default(MockOptions *o);
 
 // Starts serving in background threads. NULL with a message if the options are invalid or the

@@ -43,6 +43,9 @@ static const char USAGE[] =
     "                         usage or data: [DONE] (a server that gave up on it)\n"
     "  --seed N               which requests get errors (default 0)\n"
     "  --threads N            HTTP worker threads (default: number of CPUs)\n"
+    "  --receive-timeout S    close a connection that moves no byte for S seconds: a stalled\n"
+    "                         request, an idle keep-alive one, a client not reading (default\n"
+    "                         10; 0: never); streams waiting for their next event are not cut\n"
     "  --crash-after N        exit abruptly (status 1, an error line on stderr, open streams\n"
     "                         cut) once N completion requests have arrived\n"
     "  --crash-after-sec X    the same X seconds after start\n";
@@ -96,6 +99,7 @@ static MockOptions parse_options(int argc, char **argv, CrashOptions *crash) {
       {"unfinished-every", required_argument, 0, 'u'},
       {"threads", required_argument, 0, 'T'},     {"help", no_argument, 0, 'h'},
       {"crash-after", required_argument, 0, 'x'}, {"crash-after-sec", required_argument, 0, 'X'},
+      {"receive-timeout", required_argument, 0, 'r'},
       {0, 0, 0, 0}};
   // clang-format on
   opterr = 0;
@@ -119,6 +123,7 @@ static MockOptions parse_options(int argc, char **argv, CrashOptions *crash) {
       case 'u': o.unfinished_every = (uint32_t)parse_int(flag, optarg, 1, UINT32_MAX); break;
       case 'S': o.seed = (uint64_t)parse_int(flag, optarg, 0, INT64_MAX); break;
       case 'T': o.num_threads = (uint32_t)parse_int(flag, optarg, 1, 1024); break;
+      case 'r': o.receive_timeout_s = (unsigned)parse_int(flag, optarg, 0, 86400); break;
       case 'x': crash->after_requests = parse_int(flag, optarg, 0, INT64_MAX); break;
       case 'X': crash->after_ns = parse_ms(flag, optarg) * 1000; break;
       case 'h': fputs(USAGE, stdout); exit(0);

@@ -57,7 +57,7 @@ enum MHD_Result http_reply_json(struct MHD_Connection *conn, unsigned status, cJ
   return ret;
 }
 
-cJSON *http_error_body(unsigned status, const char *type, const char *message, const char *param) {
+cJSON *http_error_body(const char *type, const char *message, const char *param, const char *code) {
   cJSON *error = cJSON_CreateObject();
   cJSON_AddStringToObject(error, "message", message);
   cJSON_AddStringToObject(error, "type", type);
@@ -65,7 +65,10 @@ cJSON *http_error_body(unsigned status, const char *type, const char *message, c
     cJSON_AddStringToObject(error, "param", param);
   else
     cJSON_AddNullToObject(error, "param");
-  cJSON_AddNumberToObject(error, "code", status);
+  if (code)
+    cJSON_AddStringToObject(error, "code", code);
+  else
+    cJSON_AddNullToObject(error, "code");
   cJSON *root = cJSON_CreateObject();
   cJSON_AddItemToObject(root, "error", error);
   return root;
@@ -73,5 +76,5 @@ cJSON *http_error_body(unsigned status, const char *type, const char *message, c
 
 enum MHD_Result http_reply_error(struct MHD_Connection *conn, unsigned status, const char *type,
                                  const char *message, const char *param) {
-  return http_reply_json(conn, status, http_error_body(status, type, message, param));
+  return http_reply_json(conn, status, http_error_body(type, message, param, NULL));
 }

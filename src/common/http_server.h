@@ -35,10 +35,12 @@ enum MHD_Result http_reply(struct MHD_Connection *conn, unsigned status, const c
 // Queues root as compact JSON and deletes root.
 enum MHD_Result http_reply_json(struct MHD_Connection *conn, unsigned status, cJSON *root);
 
-// OpenAI's error body: {"error": {"message", "type", "param", "code": status}}; param may be NULL.
-cJSON *http_error_body(unsigned status, const char *type, const char *message, const char *param);
+// OpenAI's error body: {"error": {"message", "type", "param", "code"}}; param and code may be
+// NULL (JSON null). code is OpenAI's string identifier ("invalid_api_key"), not the HTTP status:
+// the official SDKs read it as a string or null (APIError.code).
+cJSON *http_error_body(const char *type, const char *message, const char *param, const char *code);
 
-// Queues http_error_body(...) with that status.
+// Queues http_error_body(type, message, param, NULL) with that status.
 enum MHD_Result http_reply_error(struct MHD_Connection *conn, unsigned status, const char *type,
                                  const char *message, const char *param);
 

@@ -7,8 +7,10 @@
 # `mhd` are refused by libmicrohttpd before any route, with its own HTML body). Around the table:
 # clients sending one byte a second (and an idle one) are cut after the 10 s receive timeout while
 # every other request goes on; an 8 MB prompt does not stall other clients; special-token text in
-# prompts and messages is counted as plain text; the default bind address is loopback; and at
-# the end the engine is alive and answers a greedy request exactly as before the table.
+# prompts and messages is counted as plain text; a client that half-closes after its request
+# gets its whole answer while one that hangs up has its request aborted at once; the default
+# bind address is loopback; and at the end the engine is alive and answers a greedy request
+# exactly as before the table.
 # Usage: engine_hostile.sh BUILD_DIR (prints TAP).
 set -u
 build=${1:?usage: engine_hostile.sh BUILD_DIR}
@@ -74,6 +76,55 @@ tap_ok "an 8 MB prompt (refused: too long) does not stall /health (${health_time
   awk -v t="$health_time" 'BEGIN { exit !(t < 0.5) }'
 row 400 error "$(cat "$tmp/big.status")" "$tmp/big.out" "the 8 MB prompt (prepared off-thread)"
 rows_check
+
+# Half-close: a client that shuts its sending down after a whole request (shutdown(SHUT_WR)) gets
+# its whole answer, a completion (after an interim 100 Continue) or a stream. A hang-up: a client
+# that closes its socket while its answer is pending has its request aborted within 2 s (not
+# after its 3000 tokens), whole answer or stream.
+http_post() {  # body, file: a POST /v1/completions with that body
+  printf 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s' "${#1}" \
+    "$1" > "$tmp/$2"
+}
+SHORT='{"prompt": "hi", "max_tokens": 20, "ignore_eos": true'
+LONG='{"prompt": "hi", "max_tokens": 3000, "ignore_eos": true'
+http_post "$SHORT}" half.req
+http_post "$SHORT, \"stream\": true}" half_stream.req
+http_post "$LONG}" long.req
+http_post "$LONG, \"stream\": true}" long_stream.req
+twenty_tokens() {  # raw_http line file, body file, stream?: 200, answered, all 20 tokens
+  read -r status _ _ end < "$1"
+  [ "$status" = 200 ] && [ "$end" = answered ] && node -e 'const fs = require("fs");
+    const t = fs.readFileSync(process.argv[1], "utf8"), stream = process.argv[2] === "1";
+    const n = stream ? t.split("\n").filter(l => l.startsWith("data: {")).map(l => JSON.parse(
+      l.slice(6))).filter(c => c.choices.length && c.choices[0].text !== undefined).length
+      : JSON.parse(t).usage.completion_tokens;
+    process.exit(n === 20 && (!stream || t.endsWith("data: [DONE]\n\n")) ? 0 : 1)' "$2" "$3" ||
+    { echo "# $(cat "$1"): $(head -c 300 "$2")"; return 1; }
+}
+for kind in half half_stream; do
+  "$raw_http" 127.0.0.1 "$port" --half-close --body "$tmp/$kind.out" < "$tmp/$kind.req" \
+    > "$tmp/$kind.line"
+done
+tap_ok "a client that half-closed after its request gets its whole answer (20 tokens)" \
+  twenty_tokens "$tmp/half.line" "$tmp/half.out" 0
+tap_ok "a client that half-closed after its request gets its whole stream (20 tokens)" \
+  twenty_tokens "$tmp/half_stream.line" "$tmp/half_stream.out" 1
+aborts() { curl -s "$url/metrics" | sed -n 's/^vllm:request_success_total{.*"abort"} //p'; }
+aborted_soon() {  # request file: hang up 300 ms after sending it; aborted within 2 s after
+  local before
+  before=$(aborts)
+  "$raw_http" 127.0.0.1 "$port" --close-after-ms 300 < "$1" > /dev/null
+  for _ in $(seq 20); do
+    sleep 0.1
+    [ "$(aborts)" = $((before + 1)) ] && metrics_idle "$url" && return 0
+  done
+  echo "# aborts $before -> $(aborts), running $(metric "$url" vllm:num_requests_running)"
+  return 1
+}
+tap_ok "a client that hangs up while its whole answer is pending is aborted within 2 s" \
+  aborted_soon "$tmp/long.req"
+tap_ok "a client that hangs up during its stream is aborted within 2 s" \
+  aborted_soon "$tmp/long_stream.req"
 
 # Bind addresses: loopback by default; --host is honoured (127.0.0.2, still loopback).
 tap_ok "serve binds 127.0.0.1 by default" listens_on "$port" 0100007F

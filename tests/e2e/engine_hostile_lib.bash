@@ -25,7 +25,7 @@ wait_listening() {  # name: waits until it prints its address; sets port_NAME
 
 # Rows are sent first and judged together (one node process for all): each api or raw call
 # appends "want<TAB>kind<TAB>got<TAB>file<TAB>name" to $tmp/rows; rows_check prints their TAP lines.
-# KIND: error (OpenAI's error body, its code the status, in valid UTF-8), ok (a completion), sse
+# KIND: error (OpenAI's error body, its code a string or null as OpenAI's, in valid UTF-8), ok (a completion), sse
 # (a stream ending in [DONE]), or mhd / none (only the status is checked).
 row_num=0
 row() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >> "$tmp/rows"; }
@@ -66,9 +66,10 @@ rows_check() {  # one TAP line per row sent since the last call, in order
       let o;
       try { o = JSON.parse(text); } catch (e) { return "the body is not JSON"; }
       if (kind === "error") {
-        const e = o.error;
+        const e = o.error;  // code: a string identifier or null (as OpenAI), never the status
+        const codes = {401: ["invalid_api_key"], 404: [null, "model_not_found"], other: [null]};
         const good = e && typeof e.message === "string" && e.message && typeof e.type === "string"
-          && "param" in e && (e.param === null || typeof e.param === "string") && e.code === +got;
+          && "param" in e && (e.param === null || typeof e.param === "string") && codes[got === "401" || got === "404" ? got : "other"].includes(e.code);
         return good ? "" : "not an OpenAI error body: " + text.slice(0, 200);
       }
       const good = Array.isArray(o.choices) && o.choices.length === 1 && o.usage;

@@ -123,6 +123,21 @@ raw 200 none "HTTP/1.0 without Host" "$(req 'GET /health HTTP/1.0\r\n\r\n')"
 raw 200 none "two pipelined requests in one write" \
   "$(req 'GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n')"
 
+# ---- /tokenize, /detokenize, /version, /v1/models/{id}
+api 200 none "POST /tokenize" POST /tokenize "{$P}"
+api 400 error "/tokenize prompt 5" POST /tokenize '{"prompt": 5}'
+api 400 error "/tokenize with neither prompt nor messages" POST /tokenize '{}'
+api 400 error "/tokenize with broken JSON" POST /tokenize '{"prompt'
+api 400 error "/tokenize messages [null]" POST /tokenize '{"messages": [null]}'
+api 404 error "/tokenize for an unknown model" POST /tokenize "{\"model\": \"nope\", $P}"
+api 400 error "/detokenize tokens [-1]" POST /detokenize '{"tokens": [-1]}'
+api 400 error "/detokenize tokens [1e30]" POST /detokenize '{"tokens": [1e30]}'
+api 400 error '/detokenize tokens "x"' POST /detokenize '{"tokens": "x"}'
+api 405 error "GET /tokenize" GET /tokenize -
+api 404 error "GET /v1/models/nope" GET /v1/models/nope -
+api 200 none "GET /version" GET /version -
+api 405 error "POST /version" POST /version '{}'
+
 # ---- malformed HTTP (libmicrohttpd answers before any route)
 raw 0 none "not HTTP at all (closed unanswered)" "$(req 'GARBAGE\r\n\r\n')"
 raw 505 mhd "HTTP/2.0 in the request line" "$(req 'GET /health HTTP/2.0\r\nHost: x\r\n\r\n')"
@@ -160,3 +175,6 @@ keyed 200 ok "the right key" POST $C "{$P, \"max_tokens\": 1}" -H "$(auth "Beare
 keyed 200 none "GET /v1/models with the right key" GET /v1/models - -H "$(auth "Bearer $KEY")"
 keyed 200 none "GET /health needs no key" GET /health -
 keyed 200 none "GET /metrics needs no key" GET /metrics -
+keyed 401 error "GET /v1/models/{id} without a key" GET /v1/models/gpt-oss-tiny -
+keyed 200 none "POST /tokenize needs no key (as in vLLM, the key guards /v1/* only)" POST \
+  /tokenize "{$P}"

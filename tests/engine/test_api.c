@@ -231,7 +231,12 @@ static void assert_error(Reply *r, long status, const char *param) {
   assert_non_null(body);
   assert_non_null(str_at(body, "error.message"));
   assert_non_null(str_at(body, "error.type"));
-  assert_int_equal((long)num_at(body, "error.code"), status);
+  // OpenAI's code: a string identifier or null, never the status number.
+  const cJSON *code = at(body, "error.code");
+  if (status == 401)
+    assert_string_equal(str_at(body, "error.code"), "invalid_api_key");
+  else if (!cJSON_IsNull(code))
+    fail_msg("error.code is not null: %s", r->body.data);
   if (param) assert_string_equal(str_at(body, "error.param"), param);
   cJSON_Delete(body);
   buf_free(&r->body);
@@ -462,22 +467,22 @@ static void test_metrics(void **state) {
   assert_int_equal(r.status, 200);
   const char *want[] = {
       "# TYPE vllm:num_requests_running gauge\n",
-      "vllm:num_requests_running{model_name=\"test-model\"} 3\n",
-      "vllm:num_requests_waiting{model_name=\"test-model\"} 2\n",
-      "vllm:kv_cache_usage_perc{model_name=\"test-model\"} 0.25\n",
+      "vllm:num_requests_running{model_name=\"test-model\",engine=\"0\"} 3\n",
+      "vllm:num_requests_waiting{model_name=\"test-model\",engine=\"0\"} 2\n",
+      "vllm:kv_cache_usage_perc{model_name=\"test-model\",engine=\"0\"} 0.25\n",
       "# TYPE vllm:prompt_tokens_total counter\n",
-      "vllm:prompt_tokens_total{model_name=\"test-model\"} 1234\n",
-      "vllm:generation_tokens_total{model_name=\"test-model\"} 567\n",
-      "vllm:num_preemptions_total{model_name=\"test-model\"} 4\n",
+      "vllm:prompt_tokens_total{model_name=\"test-model\",engine=\"0\"} 1234\n",
+      "vllm:generation_tokens_total{model_name=\"test-model\",engine=\"0\"} 567\n",
+      "vllm:num_preemptions_total{model_name=\"test-model\",engine=\"0\"} 4\n",
       "# TYPE gptoss:engine_step_seconds histogram\n",
-      "gptoss:engine_step_seconds_bucket{model_name=\"test-model\",le=\"0.0001\"} 0\n",
-      "gptoss:engine_step_seconds_bucket{model_name=\"test-model\",le=\"0.0004\"} 0\n",
-      "gptoss:engine_step_seconds_bucket{model_name=\"test-model\",le=\"0.0008\"} 4\n",
-      "gptoss:engine_step_seconds_bucket{model_name=\"test-model\",le=\"0.0016\"} 7\n",
-      "gptoss:engine_step_seconds_bucket{model_name=\"test-model\",le=\"1.6384\"} 7\n",
-      "gptoss:engine_step_seconds_bucket{model_name=\"test-model\",le=\"+Inf\"} 10\n",
-      "gptoss:engine_step_seconds_sum{model_name=\"test-model\"} 0.125\n",
-      "gptoss:engine_step_seconds_count{model_name=\"test-model\"} 10\n",
+      "gptoss:engine_step_seconds_bucket{model_name=\"test-model\",engine=\"0\",le=\"0.0001\"} 0\n",
+      "gptoss:engine_step_seconds_bucket{model_name=\"test-model\",engine=\"0\",le=\"0.0004\"} 0\n",
+      "gptoss:engine_step_seconds_bucket{model_name=\"test-model\",engine=\"0\",le=\"0.0008\"} 4\n",
+      "gptoss:engine_step_seconds_bucket{model_name=\"test-model\",engine=\"0\",le=\"0.0016\"} 7\n",
+      "gptoss:engine_step_seconds_bucket{model_name=\"test-model\",engine=\"0\",le=\"1.6384\"} 7\n",
+      "gptoss:engine_step_seconds_bucket{model_name=\"test-model\",engine=\"0\",le=\"+Inf\"} 10\n",
+      "gptoss:engine_step_seconds_sum{model_name=\"test-model\",engine=\"0\"} 0.125\n",
+      "gptoss:engine_step_seconds_count{model_name=\"test-model\",engine=\"0\"} 10\n",
   };
   for (size_t i = 0; i < sizeof want / sizeof *want; i++)
     if (!strstr(r.body.data, want[i])) fail_msg("no line %s in:\n%s", want[i], r.body.data);

@@ -1,7 +1,10 @@
 // raw_http.c: a test client that sends bytes to an HTTP server exactly as given (malformed
 // request lines, header floods, lying Content-Length, invalid UTF-8), at full speed or one byte
 // every --slow-ms (after --fast-bytes at once: a quick head, then a slow body), and reads the
-// answer while it sends, so an early answer or a cut-off is seen.
+// answer while it sends, so an early answer or a cut-off is seen. After sending it can
+// half-close (--half-close: shutdown(SHUT_WR), then read the whole answer) or hang up
+// (--close-after-ms: close the socket that long after the last byte went out). Interim 1xx
+// answers ("100 Continue") are skipped: STATUS is the final answer's.
 // Prints one line "STATUS SENT_BYTES ELAPSED_MS END" (STATUS 0: no status line; END: answered,
 // closed, reset or timeout) and writes the answer's body (de-chunked) to --body. Knows nothing of
 // the server under test; libc only.
@@ -20,11 +23,12 @@
 
 static const char USAGE[] =
     "usage: raw_http HOST PORT [--slow-ms N [--fast-bytes K]] [--timeout-ms N] [--body FILE]\n"
-    "                < REQUEST\n"
+    "                [--half-close | --close-after-ms N] < REQUEST\n"
     "  sends REQUEST's bytes (with --slow-ms, the first K at once and then one every N ms),\n"
     "  reads the answer until it is complete, the server closes, or --timeout-ms (default\n"
     "  30000) passes; prints\n"
-    "  \"STATUS SENT_BYTES ELAPSED_MS END\" with END one of answered, closed, reset, timeout\n";
+    "  \"STATUS SENT_BYTES ELAPSED_MS END\" with END one of answered, closed, reset, timeout,\n"
+    "  hung-up (--close-after-ms)\n";
 
 static void die(const char *msg) {
   fprintf(stderr, "raw_http: %s\n%s", msg, USAGE);
@@ -74,8 +78,15 @@ static int connect_to(const char *host, const char *port) {
 
 // The answer so far: its status (0 until the status line is in) and whether it is complete;
 // the body, de-chunked, into *body once complete.
-static bool answer_complete(const Bytes *in, int *status, Bytes *body) {
+static bool answer_complete(const Bytes *all, int *status, Bytes *body) {
   *status = 0;
+  Bytes final = *all;  // past any complete interim 1xx answers
+  for (const char *head_end; final.len >= 12 && strncmp(final.data, "HTTP/1.1 1", 10) == 0 &&
+                             (head_end = strstr(final.data, "\r\n\r\n"));) {
+    final.len -= (size_t)(head_end + 4 - final.data);
+    final.data = (char *)head_end + 4;
+  }
+  const Bytes *in = &final;
   if (in->len < 12 || strncmp(in->data, "HTTP/", 5) != 0) return false;
   const char *sp = strchr(in->data, ' ');
   if (sp) *status = atoi(sp + 1);
@@ -112,9 +123,14 @@ static bool answer_complete(const Bytes *in, int *status, Bytes *body) {
 
 int main(int argc, char **argv) {
   if (argc < 3) die("give HOST and PORT");
-  long slow_ms = 0, timeout_ms = 30000, fast_bytes = 0;
+  long slow_ms = 0, timeout_ms = 30000, fast_bytes = 0, close_after_ms = -1;
+  bool half_close = false;
   const char *body_path = NULL;
   for (int i = 3; i < argc; i++) {
+    if (strcmp(argv[i], "--half-close") == 0) {
+      half_close = true;
+      continue;
+    }
     if (i + 1 >= argc) die("a flag needs a value");
     if (strcmp(argv[i], "--slow-ms") == 0)
       slow_ms = atol(argv[++i]);
@@ -124,13 +140,15 @@ int main(int argc, char **argv) {
       fast_bytes = atol(argv[++i]);
     else if (strcmp(argv[i], "--body") == 0)
       body_path = argv[++i];
+    else if (strcmp(argv[i], "--close-after-ms") == 0)
+      close_after_ms = atol(argv[++i]);
     else
       die("unknown flag");
   }
   Bytes req = read_all(stdin), in = {0}, body = {0};
   bytes_append(&in, "", 0);
   int fd = connect_to(argv[1], argv[2]);
-  long long start = now_ms(), next_send = start;
+  long long start = now_ms(), next_send = start, sent_all = -1;
   size_t sent = 0;
   int status = 0;
   const char *end = "timeout";
@@ -138,8 +156,18 @@ int main(int argc, char **argv) {
   for (;;) {
     long long now = now_ms();
     if (now - start >= timeout_ms) break;
+    if (sent_all < 0 && sent == req.len) {
+      sent_all = now;
+      if (half_close) shutdown(fd, SHUT_WR);
+    }
+    if (close_after_ms >= 0 && sent_all >= 0 && now - sent_all >= close_after_ms) {
+      end = "hung-up";
+      break;
+    }
     bool due = sending && sent < req.len && now >= next_send;
     int wait = (int)(start + timeout_ms - now);
+    if (close_after_ms >= 0 && sent_all >= 0 && sent_all + close_after_ms - now < wait)
+      wait = (int)(sent_all + close_after_ms - now);
     if (sending && sent < req.len && !due && next_send - now < wait) wait = (int)(next_send - now);
     struct pollfd pfd = {.fd = fd, .events = POLLIN | (due ? POLLOUT : 0)};
     if (poll(&pfd, 1, wait) < 0 && errno != EINTR) die("poll failed");
