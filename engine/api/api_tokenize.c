@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/api_chat.h"
+#include "api/api_conversation.h"
 #include "text/stream_decoder.h"
 
 ApiTextRoute api_tokenize_route(const char *url) {
@@ -53,7 +54,8 @@ bool api_tokenize_token_str(const Tokenizer *t, uint32_t id, Buf *out) {
 // The chat fields: a reasoning effort from chat_template_kwargs (the only key honoured), the
 // rendered messages, then without the trailing "<|start|>assistant" when add_generation_prompt
 // is false.
-static bool chat_ids(const cJSON *req, const Tokenizer *t, TokenIds *ids, ApiError *err) {
+static bool chat_ids(const cJSON *req, const ApiRequestContext *c, TokenIds *ids, ApiError *err) {
+  const Tokenizer *t = c->t;
   static const char *const refused[] = {"tools", "chat_template", "mm_processor_kwargs",
                                         "media_io_kwargs"};
   for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
@@ -77,8 +79,11 @@ static bool chat_ids(const cJSON *req, const Tokenizer *t, TokenIds *ids, ApiErr
       return api_error(err, 400, "chat_template_kwargs",
                        "chat_template_kwargs may only hold a reasoning_effort string");
   }
-  if (!api_chat_render(field(req, "messages"), effort ? effort->valuestring : NULL, t, ids, err))
-    return false;
+  char today[11];
+  api_conv_today(today);
+  ApiChatOptions o = {.reasoning_effort = effort ? effort->valuestring : NULL,
+                      .current_date = c->current_date ? c->current_date : today};
+  if (!api_chat_render(field(req, "messages"), &o, t, ids, err)) return false;
   if (generation_prompt) return true;
   TokenIds tail = {0};
   token_ids_push(&tail, (uint32_t)tok_special_id(t, "<|start|>", 9));
@@ -98,7 +103,7 @@ static cJSON *tokenize(const cJSON *req, const ApiRequestContext *c, ApiError *e
   TokenIds ids = {0};
   const cJSON *prompt = field(req, "prompt");
   if (chat) {
-    if (!chat_ids(req, c->t, &ids, err)) {
+    if (!chat_ids(req, c, &ids, err)) {
       token_ids_free(&ids);
       return NULL;
     }

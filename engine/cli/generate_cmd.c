@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/buf.h"
+#include "api/api_conversation.h"
 #include "cli/cli_args.h"
+#include "common/buf.h"
 #include "common/check.h"
 #include "common/npy.h"
 #include "core/generate.h"
-#include "text/harmony.h"
 #include "text/stream_decoder.h"
 #include "text/tokenizer.h"
 
@@ -153,6 +153,18 @@ static GenerateOptions parse_options(int argc, char **argv) {
   return o;
 }
 
+
+// --chat: the prompt serve renders for one user message (vLLM's system message, today's date or
+// GPTOSS_TEST_CURRENT_DATE as in serve), so generate's ids are what serve would produce.
+static void chat_prompt(const Tokenizer *tok, const char *user, TokenIds *ids) {
+  char today[11];
+  api_conv_today(today);
+  const char *date = getenv("GPTOSS_TEST_CURRENT_DATE");
+  ApiConversation conv = {0};
+  api_conv_add(&conv, "user", NULL, NULL, NULL, user);
+  api_conv_render(&conv, &(ApiPreamble){.current_date = date ? date : today}, tok, ids);
+  api_conv_free(&conv);
+}
 static void prompt_tokens(const GenerateOptions *o, const Tokenizer *tok, TokenIds *ids) {
   if (o->prompt_ids) {
     const char *p = o->prompt_ids;
@@ -171,8 +183,7 @@ static void prompt_tokens(const GenerateOptions *o, const Tokenizer *tok, TokenI
   if (o->prompt)
     tok_encode(tok, o->prompt, strlen(o->prompt), false, ids);
   else
-    harmony_render_prompt(tok, &(HarmonyMessage){.role = "user", .content = o->chat}, 1, NULL,
-                          ids);
+    chat_prompt(tok, o->chat, ids);
 }
 
 static void print_result(const Tokenizer *tok, const TokenIds *prompt, const GenerateResult *r) {

@@ -43,14 +43,26 @@ tap_ok "checkpoint b: greedy ids and prompt logits match the reference" matches_
 tap_ok "checkpoint a, -tp 2 -pp 2: the same" matches_golden a -tp 2 -pp 2
 tap_ok "checkpoint b, -tp 4: the same" matches_golden b -tp 4
 
+# --chat renders vLLM's gpt-oss prompt (system message with the date, no commentary channel
+# without tools): its ids equal the hand-written harmony text through the tokenizer.
+chat_text='<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.
+Knowledge cutoff: 2024-06
+Current date: 2026-01-31
+
+Reasoning: medium
+
+# Valid channels: analysis, final. Channel must be included for every message.<|end|><|start|>user<|message|>What is 2 + 2?<|end|><|start|>assistant'
 dummy_chat() {
-  "$bin" generate --model gpt-oss-tiny --load-format dummy --chat "What is 2 + 2?" --max-tokens 3 \
-    > "$tmp/chat.json" &&
-  node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1]));
-           process.exit(o.prompt_ids.length === 64 && o.output_ids.length >= 1 &&
-                        typeof o.text === "string" ? 0 : 1)' "$tmp/chat.json"
+  GPTOSS_TEST_CURRENT_DATE=2026-01-31 "$bin" generate --model gpt-oss-tiny --load-format dummy \
+    --chat "What is 2 + 2?" --max-tokens 3 > "$tmp/chat.json" &&
+  printf '%s' "$chat_text" | "${bin%/*}/gptoss-bench" tokenize --allow-special > "$tmp/want" &&
+  node -e 'const fs = require("fs"), o = JSON.parse(fs.readFileSync(process.argv[1]));
+           const want = fs.readFileSync(process.argv[2], "utf8").trim().split(/\s+/).map(Number);
+           process.exit(JSON.stringify(o.prompt_ids) === JSON.stringify(want) &&
+                        o.output_ids.length >= 1 && typeof o.text === "string" ? 0 : 1)' \
+    "$tmp/chat.json" "$tmp/want"
 }
-tap_ok "dummy gpt-oss-tiny: a harmony chat prompt (64 ids) generates" dummy_chat
+tap_ok "dummy gpt-oss-tiny: --chat renders vLLM's harmony prompt and generates" dummy_chat
 
 # The same greedy ids from float32 and 8-bit weights on a short dummy prompt (their logits differ
 # by about 1e-2 relative: docs/PERF.md).

@@ -10,6 +10,8 @@ tmp=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 . tests/e2e/tap.bash
+# generate and serve render the same chat prompt only for the same date: fix it for both.
+export GPTOSS_TEST_CURRENT_DATE=2026-01-31
 [ -x "$engine" ] || { echo "Bail out! $engine is not built"; exit 1; }
 
 # Refusals happen before anything is served, with the reason.
