@@ -41,6 +41,12 @@ bool api_error(ApiError *e, unsigned status, const char *param, const char *fmt,
   return false;
 }
 
+bool api_error_model_not_found(ApiError *e, const char *param, const char *model) {
+  api_error(e, 404, param, "The model `%.200s` does not exist.", model);
+  snprintf(e->code, sizeof e->code, "model_not_found");
+  return false;
+}
+
 const char *api_error_type(unsigned status) {
   switch (status) {
     case 400:

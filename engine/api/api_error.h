@@ -18,6 +18,10 @@ typedef struct {
 __attribute__((format(printf, 4, 5))) bool api_error(ApiError *e, unsigned status,
                                                      const char *param, const char *fmt, ...);
 
+// 404 for a model this server does not serve, as OpenAI answers it: code "model_not_found",
+// param may be NULL. Returns false.
+bool api_error_model_not_found(ApiError *e, const char *param, const char *model);
+
 // The error type OpenAI's clients expect for a status ("BadRequestError", "NotFoundError", ...).
 const char *api_error_type(unsigned status);
 

@@ -2,7 +2,6 @@
 // max_model_len) and the version body.
 #include "api/api_models.h"
 
-#include <stdio.h>
 #include <string.h>
 
 static cJSON *model_object(const ApiModelInfo *m) {
@@ -26,8 +25,7 @@ cJSON *api_models_list(const ApiModelInfo *m) {
 
 cJSON *api_models_get(const ApiModelInfo *m, const char *id, ApiError *err) {
   if (strcmp(id, m->id) == 0) return model_object(m);
-  api_error(err, 404, NULL, "The model `%.200s` does not exist.", id);
-  snprintf(err->code, sizeof err->code, "model_not_found");
+  api_error_model_not_found(err, NULL, id);
   return NULL;
 }
 

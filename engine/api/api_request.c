@@ -42,7 +42,7 @@ bool api_request_check_model(const cJSON *req, const char *served, ApiError *err
   if (absent(v)) return true;
   if (!cJSON_IsString(v)) return api_error(err, 400, "model", "model must be a string");
   if (strcmp(v->valuestring, served) != 0)
-    return api_error(err, 404, "model", "The model `%.200s` does not exist.", v->valuestring);
+    return api_error_model_not_found(err, "model", v->valuestring);
   return true;
 }
 

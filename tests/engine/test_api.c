@@ -235,6 +235,8 @@ static void assert_error(Reply *r, long status, const char *param) {
   const cJSON *code = at(body, "error.code");
   if (status == 401)
     assert_string_equal(str_at(body, "error.code"), "invalid_api_key");
+  else if (status == 404 && param && strcmp(param, "model") == 0)
+    assert_string_equal(str_at(body, "error.code"), "model_not_found");
   else if (!cJSON_IsNull(code))
     fail_msg("error.code is not null: %s", r->body.data);
   if (param) assert_string_equal(str_at(body, "error.param"), param);

@@ -51,6 +51,16 @@ function consistent(s, name) {
         e.message.includes("The model `gpt-oss-120b` does not exist.") || String(e);
     }
   });
+  await check("a completion for an unknown model: NotFoundError, param model, code "
+    + "model_not_found", async () => {
+    try {
+      await client.completions.create({ model: "gpt-oss-120b", prompt: "hi", max_tokens: 1 });
+      return "answered";
+    } catch (e) {
+      return e instanceof OpenAI.NotFoundError && e.status === 404 && e.param === "model" &&
+        e.code === "model_not_found" || String(e);
+    }
+  });
   await check("a bad top_p: BadRequestError with status, message, param top_p, code null",
     async () => {
       try {
