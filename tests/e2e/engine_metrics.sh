@@ -8,20 +8,11 @@
 # here by hand), cumulative buckets with +Inf equal to _count, and counts that are the requests'.
 # Usage: engine_metrics.sh BUILD_DIR (prints TAP).
 set -u
-build=${1:?usage: engine_metrics.sh BUILD_DIR}
-tmp=$(mktemp -d)
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-. tests/e2e/tap.bash
 . tests/e2e/openai_sdk.bash
-PARSER=parse-prometheus-text-format@1.1.1
+sdk_begin "${1:?usage: engine_metrics.sh BUILD_DIR}"
 prom_dir=$build/npm-prom
-[ -x "$build/bin/gptoss-engine" ] || { echo "Bail out! $build/bin/gptoss-engine is not built"; exit 1; }
-if [ ! -d "$prom_dir/node_modules/parse-prometheus-text-format" ]; then
-  mkdir -p "$prom_dir"
-  npm install --silent --no-audit --no-fund --prefix "$prom_dir" -E "$PARSER" > "$tmp/npm.log" 2>&1 ||
-    { echo "Bail out! npm install $PARSER failed: $(tail -3 "$tmp/npm.log")"; exit 1; }
-fi
+npm_pinned "$prom_dir" parse-prometheus-text-format 1.1.1 ||
+  { echo "Bail out! the Prometheus parser could not be installed"; exit 1; }
 sdk_serve || { echo "Bail out! serve did not start"; exit 1; }
 
 for i in 1 2 3 4; do

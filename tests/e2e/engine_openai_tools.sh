@@ -3,16 +3,11 @@
 # SDK (openai_sdk.bash). gpt-oss-tiny's dummy weights never write harmony, so each scenario's
 # server is started with GPTOSS_TEST_FORCED_OUTPUT (the model's output scripted token by token)
 # and GPTOSS_TEST_CURRENT_DATE (a fixed system-message date), the tool scenario with async
-# scheduling; tests/e2e/sdk-scripted/*.cjs assert on the SDK's typed objects. Usage: engine_openai_tools.sh BUILD_DIR (prints TAP).
+# scheduling; tests/e2e/sdk-scripted/*.cjs assert on the SDK's typed objects.
+# Usage: engine_openai_tools.sh BUILD_DIR (prints TAP).
 set -u
-build=${1:?usage: engine_openai_tools.sh BUILD_DIR}
-tmp=$(mktemp -d)
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-. tests/e2e/tap.bash
 . tests/e2e/openai_sdk.bash
-[ -x "$build/bin/gptoss-engine" ] || { echo "Bail out! $build/bin/gptoss-engine is not built"; exit 1; }
-sdk_install || { echo "Bail out! the OpenAI SDK could not be installed"; exit 1; }
+sdk_begin "${1:?usage: engine_openai_tools.sh BUILD_DIR}"
 export GPTOSS_TEST_CURRENT_DATE=2026-12-04
 
 scenario() {  # script output flags args...: one server scripted with output, one .cjs against it

@@ -1,19 +1,31 @@
 # openai_sdk.bash: sourced by the e2e scripts that drive `gptoss-engine serve` through the official
-# OpenAI Node SDK (a real client, pinned). Needs $build and $tmp set and tap.bash sourced.
-#   sdk_install         installs openai@$OPENAI_SDK_VERSION into $build/npm once (then cached)
+# OpenAI Node SDK (a real client, pinned) or other pinned npm tools.
+#   sdk_begin BUILD     the scripts' common start: $build, $tmp (removed at exit with the servers
+#                       in $pids), tap.bash, the engine built, the SDK installed (or Bail out!)
+#   npm_pinned DIR PKG VERSION  installs PKG@VERSION into DIR once (then cached)
 #   sdk_serve FLAGS...  starts serve on gpt-oss-tiny (dummy weights); sets $url and $server_pid
-#   sdk_run FILE ARGS   runs one tests/e2e/sdk/*.cjs against $url; its "ok"/"not ok" lines are
+#   sdk_run FILE ARGS   runs one tests/e2e/sdk*/*.cjs against $url; its "ok"/"not ok" lines are
 #                       numbered into this script's TAP stream
 OPENAI_SDK_VERSION=6.49.0  # the last 6.x: 7.x needs Node.js 22, Debian 12 ships 20
-sdk_dir=$build/npm
 
-sdk_install() {
-  local want="\"version\": \"$OPENAI_SDK_VERSION\""
-  grep -qF "$want" "$sdk_dir/node_modules/openai/package.json" 2>/dev/null && return 0
+npm_pinned() {  # dir, package, version
+  grep -qF "\"version\": \"$3\"" "$1/node_modules/$2/package.json" 2>/dev/null && return 0
   command -v npm > /dev/null || { echo "# npm not found: install nodejs and npm"; return 1; }
-  mkdir -p "$sdk_dir"
-  npm install --silent --no-audit --no-fund --prefix "$sdk_dir" -E "openai@$OPENAI_SDK_VERSION" \
-    > "$tmp/npm.log" 2>&1 || { echo "# npm install openai failed: $(tail -3 "$tmp/npm.log")"; return 1; }
+  mkdir -p "$1"
+  npm install --silent --no-audit --no-fund --prefix "$1" -E "$2@$3" > "$tmp/npm.log" 2>&1 ||
+    { echo "# npm install $2@$3 failed: $(tail -3 "$tmp/npm.log")"; return 1; }
+}
+
+sdk_begin() {  # build dir
+  build=$1
+  sdk_dir=$build/npm
+  tmp=$(mktemp -d)
+  pids=()
+  trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+  . tests/e2e/tap.bash
+  [ -x "$build/bin/gptoss-engine" ] || { echo "Bail out! $build/bin/gptoss-engine is not built"; exit 1; }
+  npm_pinned "$sdk_dir" openai "$OPENAI_SDK_VERSION" ||
+    { echo "Bail out! the OpenAI SDK could not be installed"; exit 1; }
 }
 
 sdk_serve() {  # flags...
