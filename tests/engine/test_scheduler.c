@@ -582,6 +582,31 @@ static void test_prefix_caching_under_preemption(void **state) {
   }
 }
 
+// Aborts (running, waiting, and in async mode while a step naming them is in flight) under
+// memory pressure with caching on: the others' outputs are unchanged, and at the end every
+// block is free and unreferenced (run_all) while the cached ones keep their hashes.
+static void test_prefix_cache_abort(void **state) {
+  (void)state;
+  for (int async = 0; async <= 1; async++) {
+    Harness *h = harness_new_caching(4, 24, 32, 4, async, true);
+    h->shared_prefix_len = 12;
+    for (int id = 1; id <= 8; id++) add_request(h, (uint64_t)id, 20, 5000, 5000, 16, true);
+    for (int i = 0; i < 6; i++) step(h);
+    assert_true(h->s.num_running > 1 && h->s.num_waiting > 0);
+    uint64_t running_id = h->s.running[1]->id, waiting_id = h->s.waiting_tail->id;
+    assert_true(sched_abort(&h->s, running_id));
+    assert_true(sched_abort(&h->s, waiting_id));
+    run_all(h);
+    assert_int_equal(h->reqs[running_id].finish, FINISH_ABORT);
+    assert_int_equal(h->reqs[waiting_id].finish, FINISH_ABORT);
+    for (int id = 1; id <= 8; id++)
+      if ((uint64_t)id != running_id && (uint64_t)id != waiting_id) check_reference(h, id, id);
+    assert_true(h->s.num_preemptions > 0 && h->s.num_prefix_cache_hits > 0);
+    assert_true(h->blocks.num_cached > 0);
+    harness_free(h);
+  }
+}
+
 // Requests sent one after another, block size 16, all sharing a 40-token prefix: each hits the
 // full blocks of the longest prefix some earlier request wrote, never its own last token.
 static void test_prefix_cache_hit_arithmetic(void **state) {
@@ -834,6 +859,7 @@ int main(void) {
       cmocka_unit_test(test_stop_ids_and_ignore_eos),
       cmocka_unit_test(test_async_matches_sync),
       cmocka_unit_test(test_prefix_caching_under_preemption),
+      cmocka_unit_test(test_prefix_cache_abort),
       cmocka_unit_test(test_prefix_cache_hit_arithmetic),
       cmocka_unit_test(test_prefix_cache_waits_for_written_kv),
       cmocka_unit_test(test_async_finished_request_skipped),
