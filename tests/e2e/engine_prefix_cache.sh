@@ -44,12 +44,12 @@ metric() {  # name: its value on /metrics (empty when absent)
 run_chats() {
   node - "$url" $MAX_TOKENS <<'JS'
 const [url, maxTokens] = process.argv.slice(2);
-const developer = "You are the arithmetic tutor of a small school. " +
+const developer = ("You are the arithmetic tutor of a small school. " +
   "Answer every question about numbers with care: restate the question, work through each " +
   "step of the calculation on its own line, check the result a second way, and end with one " +
   "short sentence that gives the answer. Never skip a step, never guess, and say so plainly " +
   "when a question is not about arithmetic. Keep a friendly tone, use plain words, and avoid " +
-  "jargon that a ten-year-old would not know. ".repeat(4);
+  "jargon that a ten-year-old would not know. ").repeat(2);
 const question = i => `Question ${i}: what is ${i * 7} plus ${i + 3}, and is it even?`;
 async function one(q) {
   const res = await fetch(url + "/v1/chat/completions", {method: "POST", body: JSON.stringify({
