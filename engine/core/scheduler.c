@@ -1,7 +1,8 @@
 // scheduler.c: the step planner and the bookkeeping after each step. Running requests live in
 // an array in admission order (finishes and aborts leave NULL holes, closed by one compaction
 // pass per step; preemption pops from the end); waiting and retired requests in intrusive
-// doubly linked lists; everything is O(1) per request touched.
+// doubly linked lists; everything is O(1) per request touched, plus the block manager's
+// O(blocks touched) for its blocks and their prefix-cache hashes.
 #include "core/scheduler.h"
 
 #include <stdio.h>
@@ -226,7 +227,8 @@ const TokenEvent *sched_take_events(Scheduler *s, int *num_events) {
 // Scheduling
 
 // Sends the most recently admitted running request back to the head of the queue, to be
-// recomputed (from its blocks still cached, if any). Its placeholders stay: the step in flight (async) still delivers them.
+// recomputed (after its blocks still cached, if any). Its placeholders stay: the step in flight
+// (async) still delivers them.
 static Request *preempt_last(Scheduler *s, SchedOutput *out) {
   CHECK(s->running_len > 0 && !s->running_has_holes);
   Request *r = s->running[s->running_len - 1];

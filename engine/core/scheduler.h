@@ -133,9 +133,10 @@ void sched_output_free(SchedOutput *out);
 void sched_schedule(Scheduler *s, SchedOutput *out);
 
 // Takes a step's output: sampled_ids [out->num_samples] by sample_row. Offers the full blocks
-// the step wrote to the prefix cache, appends each token to its request, finishes requests on a stop id (200002, 200012, 199999 unless ignore_eos) or at
-// max_tokens (prompt + max_tokens <= max_model_len by admission), frees their blocks, and queues
-// one event per token (the finishing one carries the reason).
+// the step wrote to the prefix cache, appends each token to its request, finishes requests on a
+// stop id (200002, 200012, 199999 unless ignore_eos) or at max_tokens (prompt + max_tokens <=
+// max_model_len by admission), frees their blocks, and queues one event per token (the
+// finishing one carries the reason).
 void sched_update(Scheduler *s, const SchedOutput *out, const uint32_t *sampled_ids);
 
 // The events queued since the last call ([*num_events], valid until the next sched_ call).

@@ -173,8 +173,10 @@ static void add_request(Harness *h, uint64_t id, int num_prompt, uint32_t first,
   assert_true(num_prompt >= 2 && num_prompt <= MAX_OUT);
   prompt[0] = first;
   prompt[1] = second;
-  for (int i = 2; i < num_prompt; i++)
-    prompt[i] = 1000 + (uint32_t)((i < h->shared_prefix_len ? (uint64_t)(31 * i) : id * 7919 + i) % 5000);
+  for (int i = 2; i < num_prompt; i++) {
+    uint64_t v = i < h->shared_prefix_len ? (uint64_t)(31 * i) : id * 7919 + (uint64_t)i;
+    prompt[i] = 1000 + (uint32_t)(v % 5000);
+  }
   add_prompt(h, id, prompt, num_prompt, max_tokens, ignore_eos);
 }
 
