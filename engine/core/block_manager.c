@@ -1,10 +1,13 @@
 // block_manager.c: reference counts, the free queue (a doubly linked list over block ids: O(1)
 // pop from the head, push at the tail, removal from the middle) and the prefix cache (chained
 // buckets keyed by a block's hash). Every operation is O(blocks touched); a bucket walk is
-// O(1) expected (at least as many buckets as blocks). Nothing allocates after init.
+// O(1) expected (at least as many buckets as blocks). Nothing allocates after init: hashes use
+// OpenSSL's low-level SHA-256 with its context on the stack, because OpenSSL 3.0's EVP digests
+// allocate a provider context on every init (one allocation per block hashed).
+#define OPENSSL_SUPPRESS_DEPRECATED  // SHA256_Init and co. are deprecated, not removed, in 3.x
 #include "core/block_manager.h"
 
-#include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,9 +37,6 @@ void blocks_init(BlockManager *bm, int num_blocks, int block_size, bool enable_c
   bm->bucket_next = xmalloc(n * sizeof *bm->bucket_next);
   bm->hash = xmalloc(n * sizeof *bm->hash);
   bm->is_cached = xcalloc(n, sizeof *bm->is_cached);
-  bm->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
-  bm->hash_ctx = EVP_MD_CTX_new();
-  CHECK(bm->sha256 && bm->hash_ctx);
 }
 
 void blocks_free(BlockManager *bm) {
@@ -47,8 +47,6 @@ void blocks_free(BlockManager *bm) {
   free(bm->bucket_next);
   free(bm->hash);
   free(bm->is_cached);
-  EVP_MD_CTX_free(bm->hash_ctx);
-  EVP_MD_free(bm->sha256);
   *bm = (BlockManager){0};
 }
 
@@ -113,18 +111,17 @@ static void cache_evict(BlockManager *bm, int32_t b) {
 }
 
 // Extends t->hashes over the first num_full_blocks full blocks of token_ids.
-static void hash_blocks(BlockManager *bm, BlockTable *t, const uint32_t *token_ids,
+static void hash_blocks(const BlockManager *bm, BlockTable *t, const uint32_t *token_ids,
                         int num_full_blocks) {
   static const BlockHash NO_PARENT;
+  _Static_assert(sizeof NO_PARENT.bytes == SHA256_DIGEST_LENGTH, "a block hash is a SHA-256");
   size_t block_bytes = (size_t)bm->block_size * sizeof *token_ids;
   for (int i = t->num_hashes; i < num_full_blocks; i++) {
     const BlockHash *parent = i > 0 ? &t->hashes[i - 1] : &NO_PARENT;
-    unsigned int len = 0;
-    CHECK(EVP_DigestInit_ex2(bm->hash_ctx, bm->sha256, NULL) == 1 &&
-          EVP_DigestUpdate(bm->hash_ctx, parent->bytes, sizeof parent->bytes) == 1 &&
-          EVP_DigestUpdate(bm->hash_ctx, token_ids + (size_t)i * (size_t)bm->block_size,
-                           block_bytes) == 1 &&
-          EVP_DigestFinal_ex(bm->hash_ctx, t->hashes[i].bytes, &len) == 1 && len == 32);
+    SHA256_CTX c;
+    CHECK(SHA256_Init(&c) == 1 && SHA256_Update(&c, parent->bytes, sizeof parent->bytes) == 1 &&
+          SHA256_Update(&c, token_ids + (size_t)i * (size_t)bm->block_size, block_bytes) == 1 &&
+          SHA256_Final(t->hashes[i].bytes, &c) == 1);
   }
   if (num_full_blocks > t->num_hashes) t->num_hashes = num_full_blocks;
 }

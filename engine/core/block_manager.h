@@ -14,7 +14,6 @@
 #ifndef GE_CORE_BLOCK_MANAGER_H
 #define GE_CORE_BLOCK_MANAGER_H
 
-#include <openssl/types.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -41,8 +40,6 @@ typedef struct {
   int32_t *buckets;     // [bucket_mask + 1] first cached block of each bucket, -1: none
   uint32_t bucket_mask;
   int num_cached;       // blocks holding a hash, in use or free
-  EVP_MD *sha256;       // fetched once
-  EVP_MD_CTX *hash_ctx; // reused for every block hash
 } BlockManager;
 
 // One request's blocks: ids[i] holds the KV of positions i * block_size to (i + 1) * block_size
