@@ -1,8 +1,9 @@
 // block_manager.h: the KV block pool as bookkeeping, with vLLM v1's automatic prefix caching.
 // Owns which of num_blocks block ids are free, each block's reference count, and (caching on)
 // the prefix cache: a full block whose KV has been written is registered under the hash of its
-// token prefix (a chain: SHA-256 of the parent block's hash and this block's token ids, as
-// vLLM's default hash), so a later request whose tokens start the same way shares it instead of
+// token prefix (a chain: SHA-256 of the parent block's hash and this block's token ids; SHA-256
+// is vLLM's default too, and hashes are compared whole, so only a SHA-256 collision could give
+// a wrong hit), so a later request whose tokens start the same way shares it instead of
 // computing it again. Free blocks sit in one queue in eviction order (least recently used
 // first); a freed block keeps its hash until a fresh block is needed and it is at the head of
 // the queue (lazy LRU eviction); a cached block hit while free is taken back out of the queue.
