@@ -1,7 +1,8 @@
 // serve_cmd.c: `gptoss-engine serve`: vllm-serve-compatible flags -> EngineConfig and ApiOptions,
 // weights and backend, the engine thread and the HTTP server; prints the effective configuration
-// (defaults included) and the KV capacity; on SIGTERM/SIGINT stops accepting, aborts what is in
-// flight and exits 0. Dies with a message naming the flag on bad input, before anything starts.
+// (defaults included, prefix caching on or off) and the KV capacity; on SIGTERM/SIGINT stops
+// accepting, aborts what is in flight, prints the prefix-cache hit rate and the KV blocks still
+// in use, and exits 0. Dies with a message naming the flag on bad input, before anything starts.
 #include "cli/serve_cmd.h"
 
 #include <errno.h>
@@ -29,6 +30,7 @@ typedef struct {
   int max_num_batched_tokens;  // vLLM's CPU default: 2048
   int max_num_seqs;            // vLLM's CPU default: 128
   bool async_scheduling;
+  bool enable_prefix_caching;  // vLLM v1's default: on
   const char *kv_cache_memory;  // bytes ("4GiB", "2000000000") or a fraction of free memory
   int block_size;
   const char *load_format;
@@ -49,6 +51,7 @@ static const char USAGE[] =
     "  --host ADDR (127.0.0.1)  --port N (8000)  --served-model-name NAME (MODEL)  --api-key KEY\n"
     "  --max-model-len N (the model's)  --max-num-batched-tokens N (2048)  --max-num-seqs N (128)\n"
     "  --async-scheduling  --kv-cache-memory BYTES|FRACTION (0.2 of the free memory)\n"
+    "  --enable-prefix-caching (the default) | --no-enable-prefix-caching\n"
     "  --block-size N (16)  --load-format auto|safetensors|dummy  --seed N (0)\n"
     "  --weight-format auto|f32|bf16|q8 (auto: q8 for dummy weights, f32 for a checkpoint)\n"
     "  --device cpu|cuda|auto (auto)  --attention-backend NAME (or VLLM_ATTENTION_BACKEND)\n"
@@ -60,6 +63,7 @@ static ServeOptions parse_options(int argc, char **argv) {
                     .port = 8000,
                     .max_num_batched_tokens = 2048,
                     .max_num_seqs = 128,
+                    .enable_prefix_caching = true,
                     .kv_cache_memory = "0.2",
                     .block_size = 16,
                     .load_format = "auto",
@@ -75,6 +79,8 @@ static ServeOptions parse_options(int argc, char **argv) {
                                            {"max-num-batched-tokens", required_argument, 0, 'B'},
                                            {"max-num-seqs", required_argument, 0, 'S'},
                                            {"async-scheduling", no_argument, 0, 'a'},
+                                           {"enable-prefix-caching", no_argument, 0, 'c'},
+                                           {"no-enable-prefix-caching", no_argument, 0, 'C'},
                                            {"kv-cache-memory", required_argument, 0, 'k'},
                                            {"block-size", required_argument, 0, 'b'},
                                            {"load-format", required_argument, 0, 'l'},
@@ -108,6 +114,8 @@ static ServeOptions parse_options(int argc, char **argv) {
         o.max_num_seqs = (int)cli_parse_long("serve", "--max-num-seqs", optarg, 1, 1 << 16);
         break;
       case 'a': o.async_scheduling = true; break;
+      case 'c': o.enable_prefix_caching = true; break;
+      case 'C': o.enable_prefix_caching = false; break;
       case 'k': o.kv_cache_memory = optarg; break;
       case 'b': o.block_size = (int)cli_parse_long("serve", "--block-size", optarg, 1, 1024); break;
       case 'l': o.load_format = optarg; break;
@@ -226,9 +234,10 @@ static void print_config(const ServeOptions *o, const EngineConfig *c, const Run
       "device %s\n",
       o->model, name, o->load_format, o->weight_format, device_name(device));
   printf("  host %s  port %d  api key %s\n", o->host, o->port, o->api_key ? "set" : "none");
-  printf("  max-model-len %d  max-num-batched-tokens %d  max-num-seqs %d  async-scheduling %s\n",
+  printf("  max-model-len %d  max-num-batched-tokens %d  max-num-seqs %d  async-scheduling %s  "
+         "prefix caching %s\n",
          c->max_model_len, c->max_num_batched_tokens, c->max_num_seqs,
-         c->async_scheduling ? "on" : "off");
+         c->async_scheduling ? "on" : "off", c->enable_prefix_caching ? "on" : "off");
   WeightsPlan plan;
   weights_plan(runner_config(runner), weights, &plan);
   printf("  weights %.2f GiB (%s dense, %s experts)\n", (double)plan.loaded_bytes / (1 << 30),
@@ -241,6 +250,24 @@ static void print_config(const ServeOptions *o, const EngineConfig *c, const Run
          o->tensor_parallel_size, o->pipeline_parallel_size, runner_num_ranks(runner),
          runner_threads_per_rank(runner), runner_pinned(runner) ? ", one CPU each" : "",
          (unsigned long long)o->seed);
+  fflush(stdout);
+}
+
+// The prefix cache's hit rate as vLLM counts it (prompt tokens of new requests looked up, and
+// found), and the KV blocks still referenced (0 once every request has ended).
+static void print_shutdown_stats(Engine *engine, const EngineConfig *c) {
+  EngineStats st;
+  engine_stats(engine, &st);
+  if (c->enable_prefix_caching)
+    printf("gptoss-engine serve: prefix cache: %llu queries, %llu hits (hit rate %.1f%%)\n",
+           (unsigned long long)st.prefix_cache_queries, (unsigned long long)st.prefix_cache_hits,
+           st.prefix_cache_queries ? 100.0 * (double)st.prefix_cache_hits /
+                                         (double)st.prefix_cache_queries
+                                   : 0.0);
+  else
+    printf("gptoss-engine serve: prefix cache: off\n");
+  printf("gptoss-engine serve: KV blocks in use at stop: %d of %d\n", st.num_kv_blocks_used,
+         st.num_kv_blocks);
   fflush(stdout);
 }
 
@@ -302,6 +329,7 @@ int serve_cmd_main(int argc, char **argv) {
                          .block_size = o.block_size,
                          .num_kv_blocks = (int)(kv_bytes / block_bytes),
                          .async_scheduling = o.async_scheduling,
+                         .enable_prefix_caching = o.enable_prefix_caching,
                          .step_slowdown = test_step_slowdown()};
   TokenIds forced = {0};
   test_forced_output(&forced);
@@ -337,6 +365,7 @@ int serve_cmd_main(int argc, char **argv) {
   fflush(stdout);
   api_stop(server);
   engine_stop(engine);
+  print_shutdown_stats(engine, &config);
   engine_destroy(engine);
   tok_free(&tok);
   token_ids_free(&forced);

@@ -1,28 +1,57 @@
-// block_manager.h: the KV block pool as bookkeeping: which of num_blocks block ids are free (a
-// stack: O(1) alloc and free), and each request's block table, grown on demand as its tokens
-// reach a new block and released whole on finish, abort or preemption. Block ids only: it never
-// touches KV memory (model/kv_cache.h owns that) and knows nothing of requests or scheduling.
-// No prefix caching: blocks are never shared, so no hashes and no reference counts.
-// Single-threaded: the engine thread owns it.
+// block_manager.h: the KV block pool as bookkeeping, with vLLM v1's automatic prefix caching.
+// Owns which of num_blocks block ids are free, each block's reference count, and (caching on)
+// the prefix cache: a full block whose KV has been written is registered under the hash of its
+// token prefix (a chain: SHA-256 of the parent block's hash and this block's token ids; SHA-256
+// is vLLM's default too, and hashes are compared whole, so only a SHA-256 collision could give
+// a wrong hit), so a later request whose tokens start the same way shares it instead of
+// computing it again. Free blocks sit in one queue in eviction order (least recently used
+// first); a freed block keeps its hash until a fresh block is needed and it is at the head of
+// the queue (lazy LRU eviction); a cached block hit while free is taken back out of the queue.
+// A request's BlockTable holds its block ids and the hashes of its full blocks (kept across
+// preemption, since its tokens do not change). Block ids only: it never touches KV memory
+// (model/kv_cache.h owns that) and knows nothing of requests, steps or scheduling: when a
+// block's KV is written is the caller's to say (blocks_cache). Single-threaded: the engine
+// thread owns it. Nothing allocates after blocks_init.
 #ifndef GE_CORE_BLOCK_MANAGER_H
 #define GE_CORE_BLOCK_MANAGER_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+// SHA-256 of (parent block's hash, or 32 zero bytes for the first block; block_size token ids).
+typedef struct {
+  uint8_t bytes[32];
+} BlockHash;
+
 typedef struct {
   int num_blocks;
-  int block_size;     // tokens per block
-  int32_t *free_ids;  // [num_blocks] free_ids[0 .. num_free) are free; the last is handed out next
-  int num_free;
+  int block_size;       // tokens per block
+  bool enable_caching;  // false: no hashes, no hits; blocks are plainly allocated and freed
+  int32_t *ref_count;   // [num_blocks] tables holding the block; 0: in the free queue
+  // the free queue, a doubly linked list through free_prev/free_next (-1 ends it): the head is
+  // handed out (and evicted, if cached) first, freed blocks join at the tail
+  int32_t *free_prev;   // [num_blocks]
+  int32_t *free_next;   // [num_blocks]
+  int32_t free_head, free_tail;
+  int num_free;         // blocks in the queue, cached ones included (they count as free)
+  // the prefix cache: a hash table of chained buckets over the blocks that hold a hash
+  BlockHash *hash;      // [num_blocks] valid where is_cached
+  bool *is_cached;      // [num_blocks]
+  int32_t *bucket_next; // [num_blocks] next cached block in the same bucket, -1 ends
+  int32_t *buckets;     // [bucket_mask + 1] first cached block of each bucket, -1: none
+  uint32_t bucket_mask;
+  int num_cached;       // blocks holding a hash, in use or free
 } BlockManager;
 
 // One request's blocks: ids[i] holds the KV of positions i * block_size to (i + 1) * block_size
-// - 1. The ids array is the owner's storage (the request's allocation).
+// - 1. The arrays are the owner's storage (the request's allocation).
 typedef struct {
-  int32_t *ids;     // [capacity]
-  int num_blocks;   // ids in use
-  int capacity;     // the most this request can ever need, fixed at creation
+  int32_t *ids;        // [capacity]
+  BlockHash *hashes;   // [capacity] hashes of the owner's full blocks, first num_hashes computed
+  int num_blocks;      // ids in use
+  int num_hashes;
+  int num_cached;      // ids[0 .. num_cached) are in the prefix cache (hits, or blocks_cache)
+  int capacity;        // the most this request can ever need, fixed at creation
 } BlockTable;
 
 // Blocks that hold num_tokens tokens.
@@ -30,27 +59,50 @@ static inline int blocks_for_tokens(int num_tokens, int block_size) {
   return (num_tokens + block_size - 1) / block_size;
 }
 
-// All num_blocks blocks start free.
-void blocks_init(BlockManager *bm, int num_blocks, int block_size);
+// All num_blocks blocks start free, queued 0, 1, 2, ...
+void blocks_init(BlockManager *bm, int num_blocks, int block_size, bool enable_caching);
 void blocks_free(BlockManager *bm);
 
 // True when a request of num_tokens tokens fits in the empty cache. Reads only the fields set by
 // blocks_init, so any thread may call it.
 bool blocks_can_ever_fit(const BlockManager *bm, int num_tokens);
 
-// Blocks in use, for /metrics.
+// Blocks in use (referenced by a table), for /metrics: cached free blocks count as free.
 static inline int blocks_num_used(const BlockManager *bm) { return bm->num_blocks - bm->num_free; }
 
-// An empty table over the caller's ids [capacity].
-static inline void blocks_table_init(BlockTable *t, int32_t *ids, int capacity) {
-  *t = (BlockTable){.ids = ids, .capacity = capacity};
+// An empty table over the caller's ids and hashes [capacity].
+static inline void blocks_table_init(BlockTable *t, int32_t *ids, BlockHash *hashes,
+                                     int capacity) {
+  *t = (BlockTable){.ids = ids, .hashes = hashes, .capacity = capacity};
 }
 
-// Grows t until it covers num_tokens tokens. All or nothing: false (and t unchanged) when the
-// pool has too few free blocks.
+// Grows t with fresh blocks until it covers num_tokens tokens. All or nothing: false (and t
+// unchanged) when the pool has too few free blocks. A fresh block taken from the queue loses
+// its hash (eviction).
 bool blocks_grow(BlockManager *bm, BlockTable *t, int num_tokens);
 
-// Returns all of t's blocks to the pool; t is empty afterwards.
+// For an empty t over token_ids [num_tokens]: the number of leading full blocks whose KV is in
+// the prefix cache, at most (num_tokens - 1) / block_size (the last token is always computed,
+// so a whole prompt never hits). Their ids are parked in t->ids (t stays empty) for
+// blocks_admit, which must follow before any other call. Computes t's missing hashes. 0 with
+// caching off.
+int blocks_find_cached(BlockManager *bm, BlockTable *t, const uint32_t *token_ids,
+                       int num_tokens);
+
+// Fills an empty t: the num_hit_blocks blocks blocks_find_cached just parked (one more
+// reference each; a free one leaves the queue), then fresh blocks until t covers num_tokens.
+// All or nothing: false (t empty, nothing taken) when the free blocks do not cover the fresh
+// ones plus the hits that are free.
+bool blocks_admit(BlockManager *bm, BlockTable *t, int num_hit_blocks, int num_tokens);
+
+// Registers t's full blocks whose KV is written (the first num_written_tokens of token_ids,
+// all known) in the prefix cache, from t->num_cached on. No-op with caching off.
+void blocks_cache(BlockManager *bm, BlockTable *t, const uint32_t *token_ids,
+                  int num_written_tokens);
+
+// Drops t's references, last block first, so a request's tail is evicted before its shared
+// head; a block no table holds joins the free queue (keeping its hash). t is empty afterwards
+// (its hashes stay).
 void blocks_release(BlockManager *bm, BlockTable *t);
 
 #endif

@@ -233,7 +233,8 @@ bool engine_create(Engine **out, const EngineConfig *config, Runner *runner, cha
   e->config = *config;
   e->runner = runner;
   e->logits = logits;
-  blocks_init(&e->blocks, config->num_kv_blocks, config->block_size);
+  blocks_init(&e->blocks, config->num_kv_blocks, config->block_size,
+              config->enable_prefix_caching);
   sched_init(&e->sched, config, &e->blocks);
   for (int i = 0; i < 2; i++) {
     sched_output_init(&e->steps[i].plan, &e->sched);

@@ -19,6 +19,7 @@ typedef struct {
   int block_size;              // tokens per KV block (16)
   int num_kv_blocks;           // KV capacity = num_kv_blocks * block_size tokens
   bool async_scheduling;       // plan step N+1 while step N executes
+  bool enable_prefix_caching;  // share the KV of full blocks with the same token prefix (vLLM v1)
   double step_slowdown;        // testing only (> 1: each step spins until it has taken this
                                // many times its own time; the gate's slowdown test); 0 or 1: off
   const uint32_t *forced_output_ids;  // testing only: output position i of every request is
@@ -56,7 +57,8 @@ typedef struct {
   int num_waiting;
   int num_kv_blocks_used;
   int num_kv_blocks;
-  uint64_t num_prompt_tokens;      // prefilled so far (recomputation included)
+  uint64_t num_prompt_tokens;      // prefilled so far, prefix-cache hits and recomputation
+                                   // included (vLLM's prompt tokens)
   uint64_t num_generation_tokens;  // sampled so far
   uint64_t num_preemptions;
   uint64_t num_steps;

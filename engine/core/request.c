@@ -1,5 +1,6 @@
 // request.c: creating and freeing a request: one allocation (the struct, then its block ids, then
-// its token ids, so that the fields a step touches sit close together), none afterwards.
+// its token ids, so that the fields a step touches sit close together, then its block hashes
+// for the prefix cache), none afterwards.
 #include "core/request.h"
 
 #include <stdlib.h>
@@ -13,9 +14,12 @@ Request *req_create(uint64_t id, const EngineRequestParams *p, int block_size) {
   int max_num_tokens = (int)p->num_prompt_ids + p->max_tokens;
   int max_blocks = blocks_for_tokens(max_num_tokens, block_size);
   Request *r = xcalloc(1, sizeof *r + (size_t)max_blocks * sizeof(int32_t) +
-                              (size_t)max_num_tokens * sizeof(uint32_t));
-  blocks_table_init(&r->blocks, (int32_t *)(r + 1), max_blocks);
-  r->token_ids = (uint32_t *)(r->blocks.ids + max_blocks);
+                              (size_t)max_num_tokens * sizeof(uint32_t) +
+                              (size_t)max_blocks * sizeof(BlockHash));
+  int32_t *block_ids = (int32_t *)(r + 1);
+  r->token_ids = (uint32_t *)(block_ids + max_blocks);
+  blocks_table_init(&r->blocks, block_ids, (BlockHash *)(r->token_ids + max_num_tokens),
+                    max_blocks);
   r->id = id;
   r->num_prompt_tokens = (int)p->num_prompt_ids;
   r->num_tokens = r->num_prompt_tokens;

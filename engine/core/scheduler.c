@@ -1,7 +1,8 @@
 // scheduler.c: the step planner and the bookkeeping after each step. Running requests live in
 // an array in admission order (finishes and aborts leave NULL holes, closed by one compaction
 // pass per step; preemption pops from the end); waiting and retired requests in intrusive
-// doubly linked lists; everything is O(1) per request touched.
+// doubly linked lists; everything is O(1) per request touched, plus the block manager's
+// O(blocks touched) for its blocks and their prefix-cache hashes.
 #include "core/scheduler.h"
 
 #include <stdio.h>
@@ -84,7 +85,8 @@ static void running_compact(Scheduler *s) {
 
 void sched_init(Scheduler *s, const EngineConfig *config, BlockManager *blocks) {
   CHECK(config->max_num_seqs > 0 && config->max_num_batched_tokens > 0);
-  CHECK(config->block_size == blocks->block_size);
+  CHECK(config->block_size == blocks->block_size &&
+        config->enable_prefix_caching == blocks->enable_caching);
   *s = (Scheduler){.config = *config, .blocks = blocks};
   s->running = xcalloc((size_t)config->max_num_seqs, sizeof *s->running);
   req_table_init(&s->table);
@@ -225,7 +227,8 @@ const TokenEvent *sched_take_events(Scheduler *s, int *num_events) {
 // Scheduling
 
 // Sends the most recently admitted running request back to the head of the queue, to be
-// recomputed from scratch. Its placeholders stay: the step in flight (async) still delivers them.
+// recomputed (after its blocks still cached, if any). Its placeholders stay: the step in flight
+// (async) still delivers them.
 static Request *preempt_last(Scheduler *s, SchedOutput *out) {
   CHECK(s->running_len > 0 && !s->running_has_holes);
   Request *r = s->running[s->running_len - 1];
@@ -294,16 +297,26 @@ void sched_schedule(Scheduler *s, SchedOutput *out) {
     budget -= n;
   }
 
-  // Then waiting requests, first come first served, unless this step had to preempt.
+  // Then waiting requests, first come first served, unless this step had to preempt. Each
+  // starts after its longest run of cached full blocks (prefix caching) and computes the rest.
   while (out->num_preempted == 0 && s->waiting_head && budget > 0 &&
          s->num_running < s->config.max_num_seqs) {
     Request *r = s->waiting_head;
     CHECK(r->num_computed_tokens == 0 && r->num_output_placeholders == 0);
-    int n = r->num_tokens < budget ? r->num_tokens : budget;
-    if (!blocks_grow(s->blocks, &r->blocks, n)) break;
+    int num_hit_blocks = blocks_find_cached(s->blocks, &r->blocks, r->token_ids, r->num_tokens);
+    int num_hit_tokens = num_hit_blocks * s->config.block_size;
+    int n = r->num_tokens - num_hit_tokens < budget ? r->num_tokens - num_hit_tokens : budget;
+    if (!blocks_admit(s->blocks, &r->blocks, num_hit_blocks, num_hit_tokens + n)) break;
     waiting_remove(s, r);
     r->status = REQ_RUNNING;
     r->num_prefill_tokens = r->num_tokens;
+    r->num_computed_tokens = num_hit_tokens;
+    s->num_prompt_tokens += (uint64_t)num_hit_tokens;  // vLLM's prompt tokens include hits
+    // vLLM's PrefixCacheStats: a recomputed (preempted) request's lookup is not counted.
+    if (s->config.enable_prefix_caching && r->num_preemptions == 0) {
+      s->num_prefix_cache_queries += (uint64_t)r->num_tokens;
+      s->num_prefix_cache_hits += (uint64_t)num_hit_tokens;
+    }
     running_push(s, r);
     add_entry(s, out, r, n);
     budget -= n;
@@ -327,6 +340,12 @@ void sched_update(Scheduler *s, const SchedOutput *out, const uint32_t *sampled_
         req_free(r);
       }
       continue;
+    }
+    // This step wrote the KV of positions < start_pos + num_new_tokens (all known tokens): their
+    // full blocks can be shared now. A request preempted since (async) holds no blocks.
+    if (r->status == REQ_RUNNING) {
+      CHECK(e->start_pos + e->num_new_tokens <= r->num_tokens);
+      blocks_cache(s->blocks, &r->blocks, r->token_ids, e->start_pos + e->num_new_tokens);
     }
     if (e->sample_row < 0) continue;
     // A preempted (now waiting) request still takes the token: it was computed from its KV.
@@ -352,4 +371,6 @@ void sched_stats(const Scheduler *s, EngineStats *out) {
   out->num_prompt_tokens = s->num_prompt_tokens;
   out->num_generation_tokens = s->num_generation_tokens;
   out->num_preemptions = s->num_preemptions;
+  out->prefix_cache_queries = s->num_prefix_cache_queries;
+  out->prefix_cache_hits = s->num_prefix_cache_hits;
 }

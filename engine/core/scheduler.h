@@ -4,7 +4,16 @@
 // waiting requests first-come-first-served with prefill chunks, within max_num_batched_tokens
 // tokens and max_num_seqs running requests. KV blocks are taken as tokens reach them; when the
 // pool runs dry the most recently admitted running request is preempted: its blocks are freed,
-// it goes back to the head of the queue and is recomputed from scratch later.
+// it goes back to the head of the queue and is recomputed later.
+//
+// Prefix caching (config.enable_prefix_caching, vLLM v1's automatic prefix caching): a request
+// admitted from the queue, new or preempted, first takes its longest run of cached full blocks
+// from the BlockManager (never its last token) and starts its prefill after them
+// (num_computed_tokens = the tokens hit). A block is offered to the cache only in the
+// sched_update of the step that wrote its KV, so no request ever reads a block whose KV a step
+// still has to write (in async mode step N+1, planned before update N, cannot hit the blocks
+// step N fills). Counted as vLLM's PrefixCacheStats: per admitted request that was never
+// preempted, its tokens (queries) and the tokens hit.
 //
 // Owns the requests handed to it (waiting, running, and finished ones a step in flight still
 // names), the id table and the token events. Pure host bookkeeping over the BlockManager: it
@@ -90,9 +99,12 @@ typedef struct {
   uint64_t num_prompt_tokens;      // prefilled, recomputation included
   uint64_t num_generation_tokens;  // sampled tokens appended to requests
   uint64_t num_preemptions;
+  uint64_t num_prefix_cache_queries;  // tokens of admitted, never preempted requests
+  uint64_t num_prefix_cache_hits;     // of those, tokens found in the prefix cache
 } Scheduler;
 
-// The config is copied; blocks (sized from the same config) stays the caller's.
+// The config is copied; blocks (sized from the same config, caching as
+// config.enable_prefix_caching) stays the caller's.
 void sched_init(Scheduler *s, const EngineConfig *config, BlockManager *blocks);
 // Frees every request the scheduler owns (SchedOutputs still in flight become invalid).
 void sched_free(Scheduler *s);
@@ -120,18 +132,19 @@ void sched_output_free(SchedOutput *out);
 // placeholders at once, so the next step can be planned before this one's output is known.
 void sched_schedule(Scheduler *s, SchedOutput *out);
 
-// Takes a step's output: sampled_ids [out->num_samples] by sample_row. Appends each token to its
-// request, finishes requests on a stop id (200002, 200012, 199999 unless ignore_eos) or at
-// max_tokens (prompt + max_tokens <= max_model_len by admission), frees their blocks, and queues
-// one event per token (the finishing one carries the reason).
+// Takes a step's output: sampled_ids [out->num_samples] by sample_row. Offers the full blocks
+// the step wrote to the prefix cache, appends each token to its request, finishes requests on a
+// stop id (200002, 200012, 199999 unless ignore_eos) or at max_tokens (prompt + max_tokens <=
+// max_model_len by admission), frees their blocks, and queues one event per token (the
+// finishing one carries the reason).
 void sched_update(Scheduler *s, const SchedOutput *out, const uint32_t *sampled_ids);
 
 // The events queued since the last call ([*num_events], valid until the next sched_ call).
 const TokenEvent *sched_take_events(Scheduler *s, int *num_events);
 
 // Fills the scheduler's fields of EngineStats: num_running, num_waiting, num_kv_blocks_used,
-// num_kv_blocks, num_prompt_tokens, num_generation_tokens, num_preemptions. The step count and
-// step times are the engine's.
+// num_kv_blocks, num_prompt_tokens, num_generation_tokens, num_preemptions, prefix_cache_queries
+// and prefix_cache_hits. The step count and step times are the engine's.
 void sched_stats(const Scheduler *s, EngineStats *out);
 
 #endif

@@ -44,7 +44,8 @@ static void bench_init(Bench *b, int num_requests, int max_tokens, bool async) {
       .num_kv_blocks = num_requests * blocks_for_tokens(PROMPT_LEN + max_tokens, 16),
       .async_scheduling = async,
   };
-  blocks_init(&b->blocks, b->config.num_kv_blocks, b->config.block_size);
+  blocks_init(&b->blocks, b->config.num_kv_blocks, b->config.block_size,
+              b->config.enable_prefix_caching);
   sched_init(&b->s, &b->config, &b->blocks);
   for (int i = 0; i < 2; i++) {
     sched_output_init(&b->outs[i], &b->s);

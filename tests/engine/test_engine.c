@@ -1,7 +1,8 @@
 // test_engine.c: the serving engine end to end in one process (no HTTP): many requests at once
 // through the scheduler, the batch builder, the forward pass and the sampler give exactly the
 // greedy outputs of one-at-a-time generation, in sync and async mode, with a KV cache small
-// enough to force preemptions, on one rank and on tp 2 x pp 2 ranks; aborts and refusals.
+// enough to force preemptions, on one rank and on tp 2 x pp 2 ranks, with prefix caching off and
+// on (the prompts share a prefix, so cached blocks are hit); aborts and refusals.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -57,10 +58,13 @@ static int teardown(void **state) {
   return 0;
 }
 
-// Prompt i: 5 + 7 * i tokens of a fixed pseudo-random sequence (ids < 1000).
+// Prompt i: 5 + 7 * i tokens of a fixed pseudo-random sequence (ids < 1000); the first 40 are
+// the same for every prompt (so the shorter prompts are prefixes of each other), then the
+// sequence depends on i.
 static size_t prompt_of(int i, uint32_t *ids) {
   size_t n = 5 + 7 * (size_t)i;
-  for (size_t k = 0; k < n; k++) ids[k] = (uint32_t)((k * 977 + (size_t)i * 131 + 17) % 1000);
+  for (size_t k = 0; k < n; k++)
+    ids[k] = (uint32_t)((k * 977 + (k < 40 ? 0 : (size_t)i * 131) + 17) % 1000);
   return n;
 }
 
@@ -76,9 +80,12 @@ static void reference_output(Runner *runner, int i, TokenIds *out) {
 }
 
 // Serves every request at once on runner; each output equals one-at-a-time generation on it.
-static void serve_all(Runner *runner, bool async, int num_kv_blocks, uint64_t *num_preemptions) {
+// Returns the engine's final stats.
+static EngineStats serve_all_caching(Runner *runner, bool async, int num_kv_blocks,
+                                     bool caching) {
   EngineConfig cfg = {.max_num_batched_tokens = 64, .max_num_seqs = 8, .max_model_len = 256,
-                      .block_size = 16, .num_kv_blocks = num_kv_blocks, .async_scheduling = async};
+                      .block_size = 16, .num_kv_blocks = num_kv_blocks, .async_scheduling = async,
+                      .enable_prefix_caching = caching};
   Engine *e;
   char err[256];
   assert_true(engine_create(&e, &cfg, runner, err, sizeof err));
@@ -110,7 +117,6 @@ static void serve_all(Runner *runner, bool async, int num_kv_blocks, uint64_t *n
   }
   EngineStats stats;
   engine_stats(e, &stats);
-  *num_preemptions = stats.num_preemptions;
   assert_int_equal(stats.num_running, 0);
   assert_int_equal(stats.num_kv_blocks_used, 0);
   engine_stop(e);
@@ -123,6 +129,13 @@ static void serve_all(Runner *runner, bool async, int num_kv_blocks, uint64_t *n
     token_ids_free(&want);
     token_ids_free(&outputs[i]);
   }
+  return stats;
+}
+
+static void serve_all(Runner *runner, bool async, int num_kv_blocks, uint64_t *num_preemptions) {
+  EngineStats stats = serve_all_caching(runner, async, num_kv_blocks, false);
+  assert_int_equal(stats.prefix_cache_queries, 0);
+  *num_preemptions = stats.num_preemptions;
 }
 
 static void test_sync_outputs_equal_one_at_a_time(void **state) {
@@ -156,6 +169,25 @@ static void test_parallel_outputs_equal_one_at_a_time(void **state) {
   serve_all(f->parallel, true, 24, &async_preemptions);
   assert_true(sync_preemptions > 0);
   assert_true(async_preemptions > 0);
+}
+
+// Prefix caching on: the same outputs, on one rank and on tp 2 x pp 2, sync and async, with
+// room to spare and under preemption; hits were found, in whole blocks, and every block is free
+// at the end (serve_all_caching).
+static void test_prefix_caching_keeps_outputs(void **state) {
+  Fixture *f = *state;
+  Runner *runners[] = {f->single, f->parallel};
+  uint64_t sum_prompts = 0;
+  for (int i = 0; i < NUM_REQUESTS; i++) sum_prompts += 5 + 7 * (uint64_t)i;
+  for (int k = 0; k < 2; k++)
+    for (int async = 0; async <= 1; async++) {
+      int num_blocks = k == 0 && !async ? 256 : 24;
+      EngineStats st = serve_all_caching(runners[k], async, num_blocks, true);
+      assert_int_equal(st.prefix_cache_queries, sum_prompts);
+      assert_true(st.prefix_cache_hits > 0);
+      assert_int_equal(st.prefix_cache_hits % 16, 0);
+      if (num_blocks == 24) assert_true(st.num_preemptions > 0);
+    }
 }
 
 static void test_abort_and_refusals(void **state) {
@@ -208,6 +240,7 @@ int main(void) {
       cmocka_unit_test(test_async_outputs_equal_one_at_a_time),
       cmocka_unit_test(test_preemption_keeps_outputs),
       cmocka_unit_test(test_parallel_outputs_equal_one_at_a_time),
+      cmocka_unit_test(test_prefix_caching_keeps_outputs),
       cmocka_unit_test(test_abort_and_refusals),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

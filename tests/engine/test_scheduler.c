@@ -1,12 +1,16 @@
-// test_scheduler.c: the scheduler, request table and batch builder against a fake runner.
+// test_scheduler.c: the scheduler, request table and batch builder against a fake runner, with
+// and without prefix caching.
 //
 // The fake model is a deterministic function of the whole context, read back through the paged
 // KV the way a real model reads it: every step writes each token (and its position) into the
 // slot the Batch names, and a sequence that samples hashes its positions 0 .. seq_len - 1
-// gathered through its block-table row. So wrong slots, stale or missing KV after preemption, or
-// an unpatched async input all change the tokens. The reference run computes the same function
-// on the plain token list, one sequence at a time, with no scheduler: every scheduled run must
-// produce exactly its tokens and finish reasons.
+// gathered through its block-table row. Each slot also keeps the hash of the context up to it
+// as the sequence that wrote it saw it, and every read checks it: a shared (prefix-cached) block
+// must hold the KV of the same whole prefix, not just the same tokens. So wrong slots, stale or
+// missing KV after preemption, a wrong or premature cache hit, or an unpatched async input all
+// change the tokens or fail a check. The reference run computes the same function on the plain
+// token list, one sequence at a time, with no scheduler: every scheduled run must produce
+// exactly its tokens and finish reasons.
 //
 // A prompt whose first token S is in 1 .. 999 makes the model sample a stop id (which one: the
 // second token mod 3) when the context is S tokens long.
@@ -90,6 +94,9 @@ typedef struct {
   uint32_t *sampled[2];  // [max_num_seqs] per output
   uint32_t *kv_token;    // [num_kv_blocks * block_size] the fake KV: token per slot
   int32_t *kv_pos;       // [num_kv_blocks * block_size] its position, -1: never written
+  uint64_t *kv_ctx;      // [num_kv_blocks * block_size] context hash through it when written
+  bool was_running[MAX_REQS + 1];  // by id: running when the step being planned began
+  int shared_prefix_len; // add_request: prompt tokens 2 .. this - 1 are the same for every id
   Tracked reqs[MAX_REQS + 1];  // by id
   int next;              // async: the output and builder the next step uses
   bool in_flight;        // async: outs[1 - next] ran and awaits sched_update
@@ -97,16 +104,17 @@ typedef struct {
   int num_patches;       // pending tokens patched in, over the run
 } Harness;
 
-static Harness *harness_new(int block_size, int num_blocks, int budget, int max_seqs,
-                            bool async) {
+static Harness *harness_new_caching(int block_size, int num_blocks, int budget, int max_seqs,
+                                    bool async, bool caching) {
   Harness *h = calloc(1, sizeof *h);
   h->config = (EngineConfig){.max_num_batched_tokens = budget,
                              .max_num_seqs = max_seqs,
                              .max_model_len = 4096,
                              .block_size = block_size,
                              .num_kv_blocks = num_blocks,
-                             .async_scheduling = async};
-  blocks_init(&h->blocks, num_blocks, block_size);
+                             .async_scheduling = async,
+                             .enable_prefix_caching = caching};
+  blocks_init(&h->blocks, num_blocks, block_size, caching);
   sched_init(&h->s, &h->config, &h->blocks);
   for (int i = 0; i < 2; i++) {
     batch_builder_init(&h->builders[i], &h->config);
@@ -116,8 +124,14 @@ static Harness *harness_new(int block_size, int num_blocks, int budget, int max_
   size_t num_slots = (size_t)num_blocks * (size_t)block_size;
   h->kv_token = calloc(num_slots, sizeof *h->kv_token);
   h->kv_pos = malloc(num_slots * sizeof *h->kv_pos);
+  h->kv_ctx = calloc(num_slots, sizeof *h->kv_ctx);
   for (size_t i = 0; i < num_slots; i++) h->kv_pos[i] = -1;
   return h;
+}
+
+static Harness *harness_new(int block_size, int num_blocks, int budget, int max_seqs,
+                            bool async) {
+  return harness_new_caching(block_size, num_blocks, budget, max_seqs, async, false);
 }
 
 static void harness_free(Harness *h) {
@@ -130,19 +144,17 @@ static void harness_free(Harness *h) {
   blocks_free(&h->blocks);
   free(h->kv_token);
   free(h->kv_pos);
+  free(h->kv_ctx);
   free(h);
 }
 
-// Adds request id with a prompt of num_prompt tokens starting with first (a stop directive when
-// in 1 .. 999) and second.
-static void add_request(Harness *h, uint64_t id, int num_prompt, uint32_t first, uint32_t second,
-                        int max_tokens, bool ignore_eos) {
+// Adds request id with the prompt [num_prompt].
+static void add_prompt(Harness *h, uint64_t id, const uint32_t *prompt, int num_prompt,
+                       int max_tokens, bool ignore_eos) {
   assert_true(id <= MAX_REQS && num_prompt >= 2 && num_prompt <= MAX_OUT);
   Tracked *t = &h->reqs[id];
   *t = (Tracked){.num_prompt = num_prompt, .max_tokens = max_tokens, .ignore_eos = ignore_eos};
-  t->prompt[0] = first;
-  t->prompt[1] = second;
-  for (int i = 2; i < num_prompt; i++) t->prompt[i] = 1000 + (uint32_t)((id * 7919 + i) % 5000);
+  memcpy(t->prompt, prompt, (size_t)num_prompt * sizeof *prompt);
   EngineRequestParams p = {.prompt_ids = t->prompt,
                            .num_prompt_ids = (size_t)num_prompt,
                            .max_tokens = max_tokens,
@@ -151,6 +163,21 @@ static void add_request(Harness *h, uint64_t id, int num_prompt, uint32_t first,
   char err[256];
   assert_true(sched_check_request(&h->s, &p, err, sizeof err));
   sched_add(&h->s, req_create(id, &p, h->config.block_size));
+}
+
+// Adds request id with a prompt of num_prompt tokens starting with first (a stop directive when
+// in 1 .. 999) and second, then the harness's shared prefix, then tokens of its own.
+static void add_request(Harness *h, uint64_t id, int num_prompt, uint32_t first, uint32_t second,
+                        int max_tokens, bool ignore_eos) {
+  uint32_t prompt[MAX_OUT];
+  assert_true(num_prompt >= 2 && num_prompt <= MAX_OUT);
+  prompt[0] = first;
+  prompt[1] = second;
+  for (int i = 2; i < num_prompt; i++) {
+    uint64_t v = i < h->shared_prefix_len ? (uint64_t)(31 * i) : id * 7919 + (uint64_t)i;
+    prompt[i] = 1000 + (uint32_t)(v % 5000);
+  }
+  add_prompt(h, id, prompt, num_prompt, max_tokens, ignore_eos);
 }
 
 // Runs a Batch: writes its KV, then samples one id per logits row.
@@ -167,26 +194,31 @@ static void fake_forward(Harness *h, const Batch *b, uint32_t *sampled) {
   for (int s = 0; s < b->num_seqs; s++) {
     const int32_t *blocks = b->block_tables + (size_t)s * (size_t)b->max_blocks_per_seq;
     int end = b->query_start[s + 1];
+    int first_new = b->seq_lens[s] - (end - b->query_start[s]);
     assert_true(end > b->query_start[s]);
     for (int t = b->query_start[s]; t < end; t++) {
       int pos = b->seq_lens[s] - (end - t);  // new tokens are the last of the sequence
       assert_int_equal(b->positions[t], pos);
       assert_int_equal(b->slot_mapping[t], (int64_t)blocks[pos / bs] * bs + pos % bs);
     }
-    if (row == b->num_logits || b->logits_indices[row] != end - 1) continue;
+    // Reads the whole context through the block table: old positions must hold the KV of this
+    // very prefix; new ones record it.
     FakeContext c = {.h = 0xcbf29ce484222325ull};
     for (int pos = 0; pos < b->seq_lens[s]; pos++) {
       int64_t slot = (int64_t)blocks[pos / bs] * bs + pos % bs;
       assert_int_equal(h->kv_pos[slot], pos);
       context_add(&c, pos, h->kv_token[slot]);
+      if (pos >= first_new) h->kv_ctx[slot] = c.h;
+      else assert_true(h->kv_ctx[slot] == c.h);
     }
+    if (row == b->num_logits || b->logits_indices[row] != end - 1) continue;
     sampled[row++] = fake_next(&c, b->seq_lens[s]);
   }
   assert_int_equal(row, b->num_logits);
 }
 
-// Invariants of every plan: the budget, max_num_seqs, each request once, running requests (which
-// continue from start_pos > 0) before new admissions (start_pos 0), no admissions in a step that
+// Invariants of every plan: the budget, max_num_seqs, each request once, running requests before
+// new admissions (which start at 0, or after their cached blocks), no admissions in a step that
 // preempted, sample rows in order.
 static void check_plan(const Harness *h, const SchedOutput *out) {
   assert_true(out->num_tokens <= h->config.max_num_batched_tokens);
@@ -198,8 +230,13 @@ static void check_plan(const Harness *h, const SchedOutput *out) {
     const SchedEntry *e = &out->entries[i];
     assert_true(e->num_new_tokens > 0);
     sum += e->num_new_tokens;
-    if (e->start_pos == 0) admitting = true;
-    else assert_false(admitting);
+    if (!h->was_running[e->req->id]) {
+      admitting = true;
+      assert_int_equal(e->start_pos, e->req->blocks.num_cached * h->config.block_size);
+      if (!h->config.enable_prefix_caching) assert_int_equal(e->start_pos, 0);
+    } else {
+      assert_false(admitting);
+    }
     if (e->sample_row >= 0) assert_int_equal(e->sample_row, rows++);
     for (int j = 0; j < i; j++) assert_ptr_not_equal(out->entries[j].req, e->req);
   }
@@ -232,6 +269,9 @@ static void collect_events(Harness *h) {
 static void step(Harness *h) {
   int cur = h->next, prev = 1 - cur;
   SchedOutput *out = &h->outs[cur];
+  memset(h->was_running, 0, sizeof h->was_running);
+  for (int i = 0; i < h->s.running_len; i++)
+    if (h->s.running[i]) h->was_running[h->s.running[i]->id] = true;
   sched_schedule(&h->s, out);
   check_plan(h, out);
   const Batch *b = out->num_entries > 0 ? batch_build(&h->builders[cur], out) : NULL;
@@ -263,6 +303,7 @@ static void run_all(Harness *h) {
   }
   assert_null(h->s.retired);
   assert_int_equal(blocks_num_used(&h->blocks), 0);
+  for (int b = 0; b < h->blocks.num_blocks; b++) assert_int_equal(h->blocks.ref_count[b], 0);
 }
 
 // Every request first_id .. last_id produced exactly the reference tokens and finish reason.
@@ -434,7 +475,7 @@ static void test_admission_refusals(void **state) {
   EngineConfig c = {.max_num_batched_tokens = 64, .max_num_seqs = 4, .max_model_len = 200,
                     .block_size = 16, .num_kv_blocks = 8};  // the cache holds 128 tokens
   BlockManager bm;
-  blocks_init(&bm, c.num_kv_blocks, c.block_size);
+  blocks_init(&bm, c.num_kv_blocks, c.block_size, false);
   Scheduler s;
   sched_init(&s, &c, &bm);
   uint32_t prompt[256] = {0};
@@ -484,37 +525,167 @@ static void test_stop_ids_and_ignore_eos(void **state) {
   harness_free(h);
 }
 
-// A mixed workload under a tight budget and a small cache (chunking and preemption), in both
-// modes: the same tokens as the reference, hence as each other.
-static void run_mixed(bool async, uint64_t *num_preemptions, int *num_patches) {
-  Harness *h = harness_new(4, 40, 24, 6, async);
-  uint64_t x = 99;
+// A mixed workload under a tight budget and a small cache (chunking and preemption), with a
+// prompt prefix most requests share, in both modes, with and without prefix caching: the same
+// tokens as the reference, hence as each other; every block free and unreferenced at the end
+// (run_all).
+typedef struct {
+  uint64_t num_preemptions, prefix_cache_queries, prefix_cache_hits, sum_prompts;
+  int num_patches;
+} MixedRun;
+
+static MixedRun run_mixed(bool async, bool caching) {
+  Harness *h = harness_new_caching(4, 40, 24, 6, async, caching);
+  h->shared_prefix_len = 14;
+  uint64_t x = 99, sum_prompts = 0;
   for (int id = 1; id <= 40; id++) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     int num_prompt = 2 + (int)(x % 60);
     int max_tokens = 1 + (int)((x >> 8) % 40);
-    uint32_t first = (x >> 16) % 4 == 0 ? (uint32_t)(num_prompt + 1 + (x >> 20) % 30) : 5000;
-    add_request(h, (uint64_t)id, num_prompt, first, (uint32_t)(x >> 24), max_tokens,
-                (x >> 28) % 5 == 0);
+    bool stops = (x >> 16) % 4 == 0;
+    uint32_t first = stops ? (uint32_t)(num_prompt + 1 + (x >> 20) % 30) : 5000;
+    add_request(h, (uint64_t)id, num_prompt, first, stops ? (uint32_t)(x >> 24) : 5000,
+                max_tokens, (x >> 28) % 5 == 0);
+    sum_prompts += (uint64_t)num_prompt;
     if (id % 8 == 0)  // arrivals over time
       for (int i = 0; i < 5; i++) step(h);
   }
   run_all(h);
   check_reference(h, 1, 40);
-  *num_preemptions = h->s.num_preemptions;
-  *num_patches = h->num_patches;
+  MixedRun r = {.num_preemptions = h->s.num_preemptions,
+                .prefix_cache_queries = h->s.num_prefix_cache_queries,
+                .prefix_cache_hits = h->s.num_prefix_cache_hits,
+                .sum_prompts = sum_prompts,
+                .num_patches = h->num_patches};
   harness_free(h);
+  return r;
 }
 
 static void test_async_matches_sync(void **state) {
   (void)state;
-  uint64_t sync_preemptions, async_preemptions;
-  int sync_patches, async_patches;
-  run_mixed(false, &sync_preemptions, &sync_patches);
-  run_mixed(true, &async_preemptions, &async_patches);
-  assert_true(sync_preemptions > 0 && async_preemptions > 0);  // the test exercised preemption
-  assert_int_equal(sync_patches, 0);
-  assert_true(async_patches > 100);  // decodes ran on tokens patched in from the step before
+  MixedRun sync = run_mixed(false, false), async = run_mixed(true, false);
+  assert_true(sync.num_preemptions > 0 && async.num_preemptions > 0);  // preemption exercised
+  assert_int_equal(sync.num_patches, 0);
+  assert_true(async.num_patches > 100);  // decodes ran on tokens patched in from the step before
+  assert_int_equal(sync.prefix_cache_queries + async.prefix_cache_queries, 0);  // caching off
+}
+
+// The same workload with prefix caching under memory pressure: outputs unchanged (run_mixed),
+// hits found, and only first admissions counted: queries are exactly the prompts' tokens, even
+// though preempted requests were admitted again (and hit their own blocks).
+static void test_prefix_caching_under_preemption(void **state) {
+  (void)state;
+  for (int async = 0; async <= 1; async++) {
+    MixedRun r = run_mixed(async, true);
+    assert_true(r.num_preemptions > 0);
+    assert_int_equal(r.prefix_cache_queries, r.sum_prompts);
+    assert_true(r.prefix_cache_hits > 0 && r.prefix_cache_hits < r.prefix_cache_queries);
+    assert_int_equal(r.prefix_cache_hits % 4, 0);  // whole blocks
+  }
+}
+
+// Aborts (running, waiting, and in async mode while a step naming them is in flight) under
+// memory pressure with caching on: the others' outputs are unchanged, and at the end every
+// block is free and unreferenced (run_all) while the cached ones keep their hashes.
+static void test_prefix_cache_abort(void **state) {
+  (void)state;
+  for (int async = 0; async <= 1; async++) {
+    Harness *h = harness_new_caching(4, 24, 32, 4, async, true);
+    h->shared_prefix_len = 12;
+    for (int id = 1; id <= 8; id++) add_request(h, (uint64_t)id, 20, 5000, 5000, 16, true);
+    for (int i = 0; i < 6; i++) step(h);
+    assert_true(h->s.num_running > 1 && h->s.num_waiting > 0);
+    uint64_t running_id = h->s.running[1]->id, waiting_id = h->s.waiting_tail->id;
+    assert_true(sched_abort(&h->s, running_id));
+    assert_true(sched_abort(&h->s, waiting_id));
+    run_all(h);
+    assert_int_equal(h->reqs[running_id].finish, FINISH_ABORT);
+    assert_int_equal(h->reqs[waiting_id].finish, FINISH_ABORT);
+    for (int id = 1; id <= 8; id++)
+      if ((uint64_t)id != running_id && (uint64_t)id != waiting_id) check_reference(h, id, id);
+    assert_true(h->s.num_preemptions > 0 && h->s.num_prefix_cache_hits > 0);
+    assert_true(h->blocks.num_cached > 0);
+    harness_free(h);
+  }
+}
+
+// Requests sent one after another, block size 16, all sharing a 40-token prefix: each hits the
+// full blocks of the longest prefix some earlier request wrote, never its own last token.
+static void test_prefix_cache_hit_arithmetic(void **state) {
+  (void)state;
+  for (int async = 0; async <= 1; async++) {
+    Harness *h = harness_new_caching(16, 64, 256, 8, async, true);
+    uint32_t a[64], b[64], other[64];  // a and b share their first 40 tokens
+    for (int i = 0; i < 64; i++) {
+      a[i] = i < 40 ? 5000 + (uint32_t)i : 7000 + (uint32_t)i;
+      b[i] = i < 40 ? 5000 + (uint32_t)i : 8000 + (uint32_t)i;
+      other[i] = 9000 + (uint32_t)i;
+    }
+    struct {
+      const uint32_t *prompt;
+      int len, want_hit;
+    } seq[] = {
+        {a, 50, 0},       // cold: writes the KV of 50 prompt + 5 output tokens: 3 full blocks
+        {b, 45, 32},      // 40 shared tokens: a's 2 full blocks of them
+        {other, 20, 0},   // nothing shared
+        {a, 50, 48},      // a again: a's 3 full blocks (its 4th was never full)
+        {a, 48, 32},      // exactly a's 3 blocks: the last token is computed, so 2 blocks hit
+        {other, 20, 16},  // other again: its first block; the second was never full
+    };
+    enum { NUM_SEQ = sizeof seq / sizeof *seq };
+    uint64_t want_queries = 0, want_hits = 0;
+    for (int k = 0; k < NUM_SEQ; k++) {
+      uint64_t id = (uint64_t)k + 1;
+      add_prompt(h, id, seq[k].prompt, seq[k].len, 6, true);
+      step(h);
+      const SchedOutput *o = &h->outs[async ? 1 - h->next : 0];
+      assert_int_equal(o->num_entries, 1);
+      assert_int_equal(o->entries[0].start_pos, seq[k].want_hit);
+      assert_int_equal(o->entries[0].num_new_tokens, seq[k].len - seq[k].want_hit);
+      run_all(h);
+      want_queries += (uint64_t)seq[k].len;
+      want_hits += (uint64_t)seq[k].want_hit;
+      assert_int_equal(h->s.num_prefix_cache_queries, want_queries);
+      assert_int_equal(h->s.num_prefix_cache_hits, want_hits);
+    }
+    check_reference(h, 1, NUM_SEQ);
+    EngineStats st = {0};
+    sched_stats(&h->s, &st);
+    assert_int_equal(st.prefix_cache_queries, 50 + 45 + 20 + 50 + 48 + 20);
+    assert_int_equal(st.prefix_cache_hits, 32 + 48 + 32 + 16);
+    assert_int_equal(st.num_prompt_tokens, 50 + 45 + 20 + 50 + 48 + 20);  // hits included
+    assert_int_equal(st.num_kv_blocks_used, 0);
+    harness_free(h);
+  }
+}
+
+// Two requests with the same prompt admitted in the same step both compute it: a block is
+// cached only after the step that writes it has run. A third one, later, hits.
+static void test_prefix_cache_waits_for_written_kv(void **state) {
+  (void)state;
+  for (int async = 0; async <= 1; async++) {
+    Harness *h = harness_new_caching(4, 64, 256, 8, async, true);
+    uint32_t p[20];
+    for (int i = 0; i < 20; i++) p[i] = 3000 + (uint32_t)i;
+    add_prompt(h, 1, p, 20, 4, true);
+    add_prompt(h, 2, p, 20, 4, true);
+    step(h);
+    const SchedOutput *o = &h->outs[async ? 1 - h->next : 0];
+    assert_int_equal(o->num_entries, 2);
+    assert_int_equal(o->entries[0].start_pos, 0);
+    assert_int_equal(o->entries[1].start_pos, 0);
+    // The step has not been updated yet in async mode; in sync mode it has: 5 blocks each.
+    assert_int_equal(h->blocks.num_cached, async ? 0 : 10);
+    add_prompt(h, 3, p, 20, 4, true);
+    step(h);  // async: planned before step 1's update, so it may not hit; sync: 16 tokens hit
+    const Request *r3 = req_table_get(&h->s.table, 3);
+    assert_non_null(r3);
+    assert_int_equal(r3->blocks.num_cached * 4 > 0, !async);
+    run_all(h);
+    check_reference(h, 1, 3);
+    assert_int_equal(h->s.num_prefix_cache_hits, async ? 0 : 16);
+    harness_free(h);
+  }
 }
 
 // A request that stops at step N already sits in step N+1: that output is dropped.
@@ -689,6 +860,10 @@ int main(void) {
       cmocka_unit_test(test_admission_refusals),
       cmocka_unit_test(test_stop_ids_and_ignore_eos),
       cmocka_unit_test(test_async_matches_sync),
+      cmocka_unit_test(test_prefix_caching_under_preemption),
+      cmocka_unit_test(test_prefix_cache_abort),
+      cmocka_unit_test(test_prefix_cache_hit_arithmetic),
+      cmocka_unit_test(test_prefix_cache_waits_for_written_kv),
       cmocka_unit_test(test_async_finished_request_skipped),
       cmocka_unit_test(test_async_no_step_past_max_tokens),
       cmocka_unit_test(test_batch_builder_by_hand),
