@@ -86,7 +86,7 @@ static bool add_assistant(ApiConversation *c, const cJSON *m, const char *text, 
                             ? reasoning->valuestring
                             : NULL;
   const cJSON *calls = get(m, "tool_calls");
-  if (calls && !cJSON_IsNull(calls) && cJSON_GetArraySize(calls) > 0) {
+  if (calls && !cJSON_IsNull(calls) && (!cJSON_IsArray(calls) || cJSON_GetArraySize(calls) > 0)) {
     if (text[0]) api_conv_add(c, "assistant", "commentary", NULL, NULL, text);
     if (thought) api_conv_add(c, "assistant", "analysis", NULL, NULL, thought);
     return add_tool_calls(c, calls, i, err);

@@ -88,7 +88,9 @@ for bad in '"hi"' '[]' '[null]' '[[]]' '[{"content": "x"}]' '[{"role": 5, "conte
   '[{"role": "tool", "content": "x"}]' '[{"role": "user", "content": 5}]' \
   '[{"role": "user", "content": {}}]' \
   '[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]' \
-  '[{"role": "assistant", "content": "x", "tool_calls": []}]'; do
+  '[{"role": "assistant", "content": "x", "tool_calls": {}}]' \
+  '[{"role": "assistant", "tool_calls": [{"type": "function", "function": {"arguments": "{}"}}]}]' \
+  '[{"role": "tool", "tool_call_id": "nowhere", "content": "x"}]'; do
   api 400 error "messages $bad" POST $CHAT "{\"messages\": $bad, \"max_tokens\": 1}"
 done
 api 400 error "no messages" POST $CHAT '{"max_tokens": 1}'

@@ -2,11 +2,13 @@
 // run: a body through api_request_parse as the engine's HTTP thread does, then what must hold of
 // any answer: an error is a 400/404 with a message; a request has ids inside the vocabulary,
 // sane sampling values, and a prompt whose special tokens are only those the renderer adds
-// (user text never becomes a control token). Included by those two files only.
+// (client text never becomes a control token: the same request with its texts neutralised has
+// as many). Included by those two files only.
 #ifndef GB_TESTS_FUZZ_API_H
 #define GB_TESTS_FUZZ_API_H
 
 #include <cjson/cJSON.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api_request.h"
@@ -19,17 +21,37 @@ static size_t fuzz_api_num_specials(const Tokenizer *t, const uint32_t *ids, siz
   return count;
 }
 
-// How many specials the prompt may hold: chat renders <|start|> role <|message|> text <|end|>
-// per message (plus <|channel|> for assistant ones), the default system message and the closing
-// <|start|>assistant; a text completion prompt has none; token ids may be anything.
-static long fuzz_api_expected_specials(const cJSON *req, bool chat) {
+// Every text a client writes (message content and text parts, reasoning, tool-call arguments,
+// tool descriptions) replaced by "x", in place.
+static void fuzz_api_neutralise(cJSON *v) {
+  static const char *const texts[] = {"content", "text", "reasoning", "reasoning_content",
+                                      "arguments", "description"};
+  cJSON *item;
+  cJSON_ArrayForEach(item, v) {
+    for (size_t i = 0; cJSON_IsString(item) && item->string && i < sizeof texts / sizeof *texts;
+         i++)
+      if (strcmp(item->string, texts[i]) == 0) cJSON_SetValuestring(item, "x");
+    fuzz_api_neutralise(item);
+  }
+}
+
+// How many specials the prompt may hold: a chat prompt exactly as many as the same request with
+// every client text replaced by "x" (so no text ever becomes a control token, whatever the
+// renderer adds); a text completion prompt none; token ids may be anything. -1: no expectation.
+static long fuzz_api_expected_specials(const cJSON *req, bool chat, const ApiRequestContext *ctx) {
   if (chat) {
-    const cJSON *messages = cJSON_GetObjectItemCaseSensitive(req, "messages"), *m;
-    long expected = 4;
-    cJSON_ArrayForEach(m, messages) {
-      const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-      expected += 3 + (strcmp(role->valuestring, "assistant") == 0);
+    cJSON *neutral = cJSON_Duplicate(req, true);
+    fuzz_api_neutralise(neutral);
+    char *body = cJSON_PrintUnformatted(neutral);
+    cJSON_Delete(neutral);
+    ApiRequest r;
+    ApiError err = {0};
+    long expected = -1;
+    if (body && api_request_parse(&r, ctx, true, body, strlen(body), &err)) {
+      expected = (long)fuzz_api_num_specials(ctx->t, r.params.prompt_ids, r.params.num_prompt_ids);
+      api_request_free(&r);
     }
+    free(body);
     return expected;
   }
   const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(req, "prompt");
@@ -58,7 +80,7 @@ static void fuzz_api_body(const uint8_t *data, size_t size, bool chat) {
                "sampling values in range");
   fuzz_require(r.stream || !r.include_usage, "include_usage only with stream");
   cJSON *req = cJSON_ParseWithLength((const char *)data, size);
-  long expected = fuzz_api_expected_specials(req, chat);
+  long expected = fuzz_api_expected_specials(req, chat, &ctx);
   cJSON_Delete(req);
   if (expected >= 0)
     fuzz_require(fuzz_api_num_specials(t, p->prompt_ids, p->num_prompt_ids) == (size_t)expected,
