@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/api_chat.h"
+#include "api/api_refuse.h"
 
 // A field absent or null: the default stays.
 static bool absent(const cJSON *v) { return !v || cJSON_IsNull(v); }
@@ -97,7 +98,14 @@ static bool parse_stream(const cJSON *req, ApiRequest *r, ApiError *err) {
   if (!r->stream)
     return api_error(err, 400, "stream_options",
                      "stream_options can only be given when stream is true");
-  return get_bool(options, "include_usage", &r->include_usage, err);
+  bool continuous = false;
+  if (!get_bool(options, "include_usage", &r->include_usage, err) ||
+      !get_bool(options, "continuous_usage_stats", &continuous, err))
+    return false;
+  if (continuous)
+    return api_error(err, 400, "stream_options.continuous_usage_stats",
+                     "stream_options.continuous_usage_stats is not supported yet");
+  return true;
 }
 
 // Token ids: whole numbers inside the vocabulary.
@@ -151,6 +159,7 @@ static bool parse_object(ApiRequest *r, const cJSON *req, const ApiRequestContex
                          ApiError *err) {
   double max_tokens;
   if (!check_model(req, c->model, err) || !check_unsupported(req, err) ||
+      !api_refuse_unsupported(req, r->chat ? API_REFUSE_CHAT : API_REFUSE_COMPLETIONS, err) ||
       !parse_sampling(req, r->chat, c, r, &max_tokens, err) || !parse_stream(req, r, err) ||
       !parse_prompt(req, r->chat, c->t, &r->prompt, err))
     return false;
