@@ -26,12 +26,6 @@ typedef struct {
 enum { CHAT = API_REFUSE_CHAT, CMPL = API_REFUSE_COMPLETIONS, BOTH = CHAT | CMPL };
 
 static const Refusal REFUSALS[] = {
-    {"presence_penalty", OFF_ZERO, BOTH, "not implemented yet"},
-    {"frequency_penalty", OFF_ZERO, BOTH, "not implemented yet"},
-    {"repetition_penalty", OFF_ONE, BOTH, "not implemented yet"},
-    {"logit_bias", OFF_EMPTY, BOTH, "not implemented yet"},
-    {"min_tokens", OFF_ZERO, BOTH, "not implemented yet"},
-    {"stop_token_ids", OFF_EMPTY, BOTH, "not implemented yet"},
     {"include_stop_str_in_output", OFF_FALSE, BOTH, "not implemented yet"},
     {"echo", OFF_FALSE, CMPL, "not implemented yet"},
     {"best_of", OFF_ONE, BOTH, "vLLM V1 does not support best_of"},

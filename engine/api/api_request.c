@@ -6,10 +6,13 @@
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api_chat.h"
 #include "api/api_refuse.h"
+#include "api/api_sampling.h"
+#include "common/check.h"
 
 // A field absent or null: the default stays.
 static bool absent(const cJSON *v) { return !v || cJSON_IsNull(v); }
@@ -160,7 +163,8 @@ static bool parse_object(ApiRequest *r, const cJSON *req, const ApiRequestContex
   double max_tokens;
   if (!check_model(req, c->model, err) || !check_unsupported(req, err) ||
       !api_refuse_unsupported(req, r->chat ? API_REFUSE_CHAT : API_REFUSE_COMPLETIONS, err) ||
-      !parse_sampling(req, r->chat, c, r, &max_tokens, err) || !parse_stream(req, r, err) ||
+      !parse_sampling(req, r->chat, c, r, &max_tokens, err) ||
+      !api_sampling_parse(req, c->t, r, err) || !parse_stream(req, r, err) ||
       !parse_prompt(req, r->chat, c->t, &r->prompt, err))
     return false;
   long room = (long)c->max_model_len - (long)r->prompt.len;
@@ -212,6 +216,12 @@ bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, con
 
 void api_request_free(ApiRequest *r) {
   token_ids_free(&r->prompt);
+  token_ids_free(&r->stop_token_ids);
+  free(r->logit_bias);
+  r->logit_bias = NULL;
+  r->num_logit_bias = 0;
+  r->params.logit_bias = NULL;
+  r->params.stop_token_ids = NULL;
   r->params.prompt_ids = NULL;
   r->params.num_prompt_ids = 0;
 }

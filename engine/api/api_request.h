@@ -27,13 +27,18 @@ typedef struct {
   bool include_usage;     // stream_options.include_usage: a usage chunk before [DONE]
   bool return_token_ids;  // vLLM's extension: each choice also carries its "token_ids"
   TokenIds prompt;        // owned; params.prompt_ids points into it
+  SamplerBias *logit_bias;  // owned [num_logit_bias]; params.logit_bias points to it
+  size_t num_logit_bias;
+  TokenIds stop_token_ids;  // owned; params.stop_token_ids points into it
   EngineRequestParams params;
 } ApiRequest;
 
 // Parses body[len]. Fields: model, max_tokens (chat: max_completion_tokens first), temperature,
-// top_p, top_k, seed, stream, stream_options.include_usage, ignore_eos, return_token_ids; chat:
+// top_p, top_k, seed, stream, stream_options.include_usage, ignore_eos, return_token_ids, the
+// penalties, min_tokens, logit_bias, stop_token_ids and logprobs (api_sampling.c); chat:
 // messages, reasoning_effort; completions: prompt (text, token ids, or a list of one of those). n
-// != 1, logprobs and stop strings are refused; other fields are ignored. False with err.
+// != 1 and stop strings are refused, and so is every field api_refuse.c lists; fields that do
+// not change the output are ignored. False with err.
 bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, const char *body,
                        size_t len, ApiError *err);
 void api_request_free(ApiRequest *r);
