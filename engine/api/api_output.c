@@ -8,10 +8,12 @@
 #include <string.h>
 
 #include "api/api_error.h"
+#include "api/api_json.h"
 
 void api_output_init(ApiOutput *o, const ApiOutputInfo *info) {
   *o = (ApiOutput){.info = *info};
   harmony_parser_init(&o->parser);
+  api_logprobs_init(&o->logprobs, info->chat, info->num_top_logprobs, info->t);
   if (!info->stream) return;
   cJSON *model = cJSON_CreateString(info->model);
   char *model_json = cJSON_PrintUnformatted(model);
@@ -32,29 +34,11 @@ void api_output_free(ApiOutput *o) {
   buf_free(&o->content);
   buf_free(&o->reasoning);
   token_ids_free(&o->output_ids);
+  api_logprobs_free(&o->logprobs);
 }
 
-// s[0..n) as a JSON string, quotes included (valid UTF-8 passes through unescaped).
-static void json_string(Buf *out, const char *s, size_t n) {
-  static const char HEX[] = "0123456789abcdef";
-  buf_reserve(out, 6 * n + 2);
-  buf_append_byte(out, '"');
-  for (size_t i = 0; i < n; i++) {
-    uint8_t c = (uint8_t)s[i];
-    if (c == '"' || c == '\\') {
-      buf_append_byte(out, '\\');
-      buf_append_byte(out, c);
-    } else if (c == '\n') {
-      buf_append_str(out, "\\n");
-    } else if (c < 0x20) {
-      char esc[7] = {'\\', 'u', '0', '0', HEX[c >> 4], HEX[c & 15], 0};
-      buf_append_str(out, esc);
-    } else {
-      buf_append_byte(out, c);
-    }
-  }
-  buf_append_byte(out, '"');
-}
+// s[0..n) as a JSON string (api_json.c).
+static void json_string(Buf *out, const char *s, size_t n) { api_json_string(out, s, n); }
 
 static const char *finish_name(FinishReason f) {
   return f == FINISH_STOP ? "stop" : f == FINISH_LENGTH ? "length" : NULL;
@@ -96,8 +80,11 @@ static void token_chunk(ApiOutput *o, const TokenEvent *ev, Buf *out) {
     if (ev->has_token) buf_printf(out, ",\"token_ids\":[%u]", ev->token_id);
     else buf_append_str(out, ",\"token_ids\":[]");
   }
+  buf_append_str(out, ",\"logprobs\":");
+  if (o->info.logprobs) api_logprobs_chunk(&o->logprobs, ev, out);
+  else buf_append_str(out, "null");
   const char *finish = finish_name(ev->finish);
-  buf_printf(out, ",\"logprobs\":null,\"finish_reason\":%s%s%s}]}\n\n", finish ? "\"" : "",
+  buf_printf(out, ",\"finish_reason\":%s%s%s}]}\n\n", finish ? "\"" : "",
              finish ? finish : "null", finish ? "\"" : "");
 }
 
@@ -173,7 +160,14 @@ static cJSON *whole_body(const ApiOutput *o, const TokenEvent *ev) {
     for (size_t i = 0; i < o->output_ids.len; i++)
       cJSON_AddItemToArray(ids, cJSON_CreateNumber(o->output_ids.data[i]));
   }
-  cJSON_AddNullToObject(choice, "logprobs");
+  if (info->logprobs) {
+    Buf json = {0};
+    api_logprobs_whole(&o->logprobs, &json);
+    cJSON_AddItemToObject(choice, "logprobs", cJSON_CreateRaw(json.data));
+    buf_free(&json);
+  } else {
+    cJSON_AddNullToObject(choice, "logprobs");
+  }
   cJSON_AddStringToObject(choice, "finish_reason", finish_name(ev->finish));
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "id", id);
@@ -196,6 +190,7 @@ unsigned api_output_event(ApiOutput *o, const TokenEvent *ev, Buf *out) {
     Buf *to = reasoning ? &o->reasoning : &o->content;
     buf_append(to, o->delta.data, o->delta.len);
     if (ev->has_token && o->info.return_token_ids) token_ids_push(&o->output_ids, ev->token_id);
+    if (o->info.logprobs) api_logprobs_add(&o->logprobs, ev);
   }
   if (ev->finish == FINISH_NONE) return 200;
   cJSON *body = aborted ? aborted_body() : whole_body(o, ev);

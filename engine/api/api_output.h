@@ -3,13 +3,15 @@
 // finish_reason, the usage chunk when asked, "data: [DONE]"), or built whole once finished.
 // Text is detokenized incrementally and UTF-8-safe; special tokens never show as text; for chat,
 // a HarmonyParser splits the output: the analysis channel goes to reasoning_content, every other
-// channel to content (as vLLM does for GPT-OSS). Knows nothing of threads or sockets.
+// channel to content (as vLLM does for GPT-OSS). Logprobs, when asked for, are api_logprobs.c's.
+// Knows nothing of threads or sockets.
 #ifndef GE_API_API_OUTPUT_H
 #define GE_API_API_OUTPUT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api/api_logprobs.h"
 #include "common/buf.h"
 #include "core/engine.h"
 #include "text/harmony.h"
@@ -21,6 +23,8 @@ typedef struct {
   bool stream;          // SSE chunks, else one JSON body at the end
   bool include_usage;   // streams only: a usage chunk before [DONE]
   bool return_token_ids;  // each choice also lists its generated ids (vLLM's "token_ids")
+  bool logprobs;          // each choice carries "logprobs" (api_logprobs.c), else null
+  int num_top_logprobs;   // chat: top_logprobs; completions: logprobs
   uint64_t request_id;  // names the answer: "chatcmpl-<id>" / "cmpl-<id>"
   int64_t created;      // unix seconds
   const char *model;    // the served model name
@@ -35,6 +39,7 @@ typedef struct {
   Buf delta;               // the text the current event adds
   Buf content, reasoning;  // whole answers: the text so far
   TokenIds output_ids;     // whole answers with return_token_ids: the ids so far
+  ApiLogprobs logprobs;    // with info.logprobs
   bool sent_role;
 } ApiOutput;
 

@@ -53,9 +53,6 @@ static bool check_model(const cJSON *req, const char *served, ApiError *err) {
 static bool check_unsupported(const cJSON *req, ApiError *err) {
   double n = 1;
   if (!get_number(req, "n", 1, 1, true, &n, err)) return false;
-  const cJSON *logprobs = cJSON_GetObjectItemCaseSensitive(req, "logprobs");
-  if (!absent(logprobs) && !cJSON_IsFalse(logprobs))
-    return api_error(err, 400, "logprobs", "logprobs are not supported");
   const cJSON *stop = cJSON_GetObjectItemCaseSensitive(req, "stop");
   bool no_stop = absent(stop) || (cJSON_IsString(stop) && stop->valuestring[0] == '\0') ||
                  (cJSON_IsArray(stop) && cJSON_GetArraySize(stop) == 0);

@@ -134,10 +134,11 @@ static bool parse_logprobs(const cJSON *req, bool chat, EngineRequestParams *p, 
     if (top < 0) return api_error(err, 400, "logprobs", "`logprobs` must be a positive value.");
     p->logprobs = true;
   }
+  const char *name = chat ? "top_logprobs" : "logprobs";
   if (top > SAMPLER_MAX_LOGPROBS)
-    return api_error(err, 400, chat ? "top_logprobs" : "logprobs",
-                     "Requested sample logprobs of %g, which is greater than max allowed: %d",
-                     top, SAMPLER_MAX_LOGPROBS);
+    return api_error(err, 400, name,
+                     "%s: Requested sample logprobs of %g, which is greater than max allowed: %d",
+                     name, top, SAMPLER_MAX_LOGPROBS);
   p->num_top_logprobs = (int)top;
   return true;
 }

@@ -148,6 +148,8 @@ static void prepare(ApiServer *s, ApiCall *c) {
                         .stream = r.stream,
                         .include_usage = r.include_usage,
                         .return_token_ids = r.return_token_ids,
+                        .logprobs = r.params.logprobs,
+                        .num_top_logprobs = r.params.num_top_logprobs,
                         .created = (int64_t)time(NULL),
                         .model = s->o.served_model_name,
                         .t = s->t};

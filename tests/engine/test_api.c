@@ -527,7 +527,6 @@ static void test_client_errors(void **state) {
       {cmpl, "{\"prompt\":[\"a\",\"b\"]}", 400, "prompt"},
       {cmpl, "{\"prompt\":\"x\",\"model\":7}", 400, "model"},
       {cmpl, "{\"prompt\":\"x\",\"n\":2}", 400, "n"},  // unsupported
-      {cmpl, "{\"prompt\":\"x\",\"logprobs\":1}", 400, "logprobs"},
       {cmpl, "{\"prompt\":\"x\",\"stop\":[\"\\n\"]}", 400, "stop"},
       {chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"reasoning_effort\":\"max\"}",
        400, "reasoning_effort"},

@@ -1,0 +1,370 @@
+// test_api_sampling.c: the sampling and output fields of chat and completions requests, without
+// HTTP: api_request_parse turns the penalties, logit_bias, min_tokens, stop_token_ids and
+// logprobs fields into EngineRequestParams with vLLM's ranges and error messages, refuses every
+// field that would change the output and is not implemented (400 naming it) and accepts those
+// that change nothing; api_output writes logprobs in OpenAI's chat and completions shapes, whole
+// and streamed, from hand-made token events.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_output.h"
+#include "api/api_request.h"
+
+static Tokenizer tokenizer;
+
+static int group_setup(void **state) {
+  (void)state;
+  char err[1024];
+  if (!tok_init(&tokenizer, TOK_O200K_HARMONY, NULL, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    return -1;
+  }
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  tok_free(&tokenizer);
+  return 0;
+}
+
+static const ApiRequestContext CONTEXT = {.model = "m", .t = &tokenizer, .max_model_len = 4096};
+
+static bool parse(bool chat, const char *body, ApiRequest *r, ApiError *err) {
+  return api_request_parse(r, &CONTEXT, chat, body, strlen(body), err);
+}
+
+// A value inside j by keys and array indices given as strings ("choices", "0", "text").
+static const cJSON *get(const cJSON *j, ...) {
+  va_list ap;
+  va_start(ap, j);
+  for (const char *k; j && (k = va_arg(ap, const char *));)
+    j = k[0] >= '0' && k[0] <= '9' ? cJSON_GetArrayItem(j, atoi(k))
+                                   : cJSON_GetObjectItemCaseSensitive(j, k);
+  va_end(ap);
+  return j;
+}
+
+// ---- parsing --------------------------------------------------------------------------------
+
+static void test_sampling_fields_reach_the_engine(void **state) {
+  (void)state;
+  ApiRequest r;
+  ApiError err;
+  const char *body =
+      "{\"prompt\":\"x\",\"presence_penalty\":0.5,\"frequency_penalty\":-1.5,"
+      "\"repetition_penalty\":1.2,\"min_tokens\":3,\"max_tokens\":9,"
+      "\"logit_bias\":{\"42\":250,\"7\":-3.5},\"stop_token_ids\":[200007,5],\"logprobs\":4}";
+  assert_true(parse(false, body, &r, &err));
+  const EngineRequestParams *p = &r.params;
+  assert_float_equal(p->sampling.presence_penalty, 0.5, 1e-6);
+  assert_float_equal(p->sampling.frequency_penalty, -1.5, 1e-6);
+  assert_float_equal(p->sampling.repetition_penalty, 1.2, 1e-6);
+  assert_int_equal(p->sampling.min_tokens, 3);
+  assert_int_equal(p->num_logit_bias, 2);
+  assert_int_equal(p->logit_bias[0].token_id, 42);
+  assert_float_equal(p->logit_bias[0].bias, 100, 0);  // clamped to [-100, 100] as vLLM does
+  assert_int_equal(p->logit_bias[1].token_id, 7);
+  assert_float_equal(p->logit_bias[1].bias, -3.5, 0);
+  assert_int_equal(p->num_stop_token_ids, 2);
+  assert_int_equal(p->stop_token_ids[0], 200007);
+  assert_int_equal(p->stop_token_ids[1], 5);
+  assert_true(p->logprobs);
+  assert_int_equal(p->num_top_logprobs, 4);
+  api_request_free(&r);
+  // defaults: no penalty, no bias, no logprobs
+  assert_true(parse(true, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", &r, &err));
+  assert_float_equal(r.params.sampling.repetition_penalty, 1, 0);
+  assert_float_equal(r.params.sampling.presence_penalty, 0, 0);
+  assert_int_equal(r.params.num_logit_bias, 0);
+  assert_false(r.params.logprobs);
+  api_request_free(&r);
+  // chat: logprobs true with top_logprobs
+  assert_true(parse(true,
+                    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logprobs\":true,"
+                    "\"top_logprobs\":20}",
+                    &r, &err));
+  assert_true(r.params.logprobs);
+  assert_int_equal(r.params.num_top_logprobs, 20);
+  api_request_free(&r);
+}
+
+typedef struct {
+  bool chat;
+  const char *fields;  // spliced into the body after the prompt or messages
+  const char *param;   // NULL: accepted
+} FieldCase;
+
+static void check_cases(const FieldCase *cases, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    char body[512];
+    snprintf(body, sizeof body, "{%s,%s}",
+             cases[i].chat ? "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]"
+                           : "\"prompt\":\"x\"",
+             cases[i].fields);
+    ApiRequest r;
+    ApiError err = {0};
+    bool ok = parse(cases[i].chat, body, &r, &err);
+    if (ok != !cases[i].param)
+      fail_msg("%s: %s (%s)", body, ok ? "accepted" : "refused", err.message);
+    if (ok) {
+      api_request_free(&r);
+      continue;
+    }
+    assert_int_equal(err.status, 400);
+    if (strcmp(err.param, cases[i].param) != 0)
+      fail_msg("%s: param %s, wanted %s", body, err.param, cases[i].param);
+    if (!strstr(err.message, cases[i].param))  // the message names it too
+      fail_msg("%s: message \"%s\" does not name %s", body, err.message, cases[i].param);
+  }
+}
+
+static void test_sampling_field_errors(void **state) {
+  (void)state;
+  const FieldCase cases[] = {
+      {false, "\"presence_penalty\":2.5", "presence_penalty"},
+      {false, "\"frequency_penalty\":-2.01", "frequency_penalty"},
+      {false, "\"frequency_penalty\":\"a\"", "frequency_penalty"},
+      {false, "\"repetition_penalty\":0", "repetition_penalty"},
+      {false, "\"min_tokens\":-1", "min_tokens"},
+      {false, "\"min_tokens\":1.5", "min_tokens"},
+      {false, "\"logit_bias\":[1]", "logit_bias"},
+      {false, "\"logit_bias\":{\"abc\":1}", "logit_bias"},
+      {false, "\"logit_bias\":{\"201088\":1}", "logit_bias"},
+      {false, "\"logit_bias\":{\"-1\":1}", "logit_bias"},
+      {false, "\"logit_bias\":{\"5\":\"high\"}", "logit_bias"},
+      {false, "\"stop_token_ids\":[1.5]", "stop_token_ids"},
+      {false, "\"stop_token_ids\":[201088]", "stop_token_ids"},
+      {false, "\"stop_token_ids\":7", "stop_token_ids"},
+      {false, "\"logprobs\":21", "logprobs"},
+      {false, "\"logprobs\":-1", "logprobs"},
+      {false, "\"logprobs\":true", "logprobs"},
+      {true, "\"logprobs\":1", "logprobs"},
+      {true, "\"top_logprobs\":2", "top_logprobs"},  // without logprobs true
+      {true, "\"logprobs\":true,\"top_logprobs\":21", "top_logprobs"},
+      {true, "\"logprobs\":true,\"top_logprobs\":-1", "top_logprobs"},
+      {false, "\"presence_penalty\":-2,\"frequency_penalty\":2,\"repetition_penalty\":0.01",
+       NULL},
+      {false, "\"logit_bias\":{},\"stop_token_ids\":[],\"logprobs\":0,\"min_tokens\":0", NULL},
+      {true, "\"logprobs\":false,\"top_logprobs\":0", NULL},
+  };
+  check_cases(cases, sizeof cases / sizeof *cases);
+}
+
+// Fields that would change the output and are not implemented are refused by name; their
+// defaults, and fields that change nothing, are accepted.
+static void test_unsupported_fields_are_refused(void **state) {
+  (void)state;
+  const FieldCase cases[] = {
+      {false, "\"best_of\":2", "best_of"},
+      {false, "\"suffix\":\"end\"", "suffix"},
+      {false, "\"echo\":true", "echo"},
+      {true, "\"echo\":true", "echo"},
+      {false, "\"use_beam_search\":true", "use_beam_search"},
+      {false, "\"min_p\":0.1", "min_p"},
+      {false, "\"prompt_logprobs\":1", "prompt_logprobs"},
+      {false, "\"allowed_token_ids\":[1,2]", "allowed_token_ids"},
+      {false, "\"bad_words\":[\"x\"]", "bad_words"},
+      {false, "\"include_stop_str_in_output\":true", "include_stop_str_in_output"},
+      {false, "\"skip_special_tokens\":false", "skip_special_tokens"},
+      {false, "\"truncate_prompt_tokens\":5", "truncate_prompt_tokens"},
+      {false, "\"return_tokens_as_token_ids\":true", "return_tokens_as_token_ids"},
+      {false, "\"priority\":1", "priority"},
+      {true, "\"response_format\":{\"type\":\"json_object\"}", "response_format"},
+      {true, "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}",
+       "response_format"},
+      {false, "\"response_format\":\"json\"", "response_format"},
+      {true, "\"guided_json\":{\"type\":\"object\"}", "guided_json"},
+      {false, "\"guided_regex\":\"a+\"", "guided_regex"},
+      {false, "\"guided_choice\":[\"a\",\"b\"]", "guided_choice"},
+      {false, "\"guided_grammar\":\"root ::= x\"", "guided_grammar"},
+      {true, "\"structured_outputs\":{\"json\":{}}", "structured_outputs"},
+      {true, "\"prediction\":{\"type\":\"content\",\"content\":\"x\"}", "prediction"},
+      {true, "\"continue_final_message\":true", "continue_final_message"},
+      {true, "\"add_generation_prompt\":false", "add_generation_prompt"},
+      {true, "\"chat_template\":\"{{x}}\"", "chat_template"},
+      {true, "\"stream\":true,\"stream_options\":{\"continuous_usage_stats\":true}",
+       "stream_options.continuous_usage_stats"},
+      {false, "\"best_of\":1,\"echo\":false,\"suffix\":null,\"min_p\":0,\"user\":\"u\"", NULL},
+      {true, "\"response_format\":{\"type\":\"text\"},\"metadata\":{\"a\":\"b\"},\"store\":false,"
+             "\"service_tier\":\"auto\",\"skip_special_tokens\":true,\"add_generation_prompt\":true",
+       NULL},
+  };
+  check_cases(cases, sizeof cases / sizeof *cases);
+}
+
+// ---- logprobs output ------------------------------------------------------------------------
+
+static uint32_t id_of(const char *text) {
+  TokenIds ids = {0};
+  tok_encode(&tokenizer, text, strlen(text), false, &ids);
+  assert_int_equal(ids.len, 1);
+  uint32_t id = ids.data[0];
+  token_ids_free(&ids);
+  return id;
+}
+
+// A token event with logprobs: the sampled id, its logprob, and a top list.
+static TokenEvent event(uint32_t id, float logprob, int num_top, const uint32_t *top_ids,
+                        const float *top_logprobs, FinishReason finish) {
+  TokenEvent ev = {.request_id = 1, .has_token = true, .token_id = id, .finish = finish,
+                   .num_prompt_tokens = 3, .has_logprobs = true};
+  ev.logprobs.logprob = logprob;
+  ev.logprobs.num_top = num_top;
+  for (int k = 0; k < num_top; k++) {
+    ev.logprobs.top_ids[k] = top_ids[k];
+    ev.logprobs.top_logprobs[k] = top_logprobs[k];
+  }
+  return ev;
+}
+
+static cJSON *whole_answer(bool chat, int num_top, const TokenEvent *events, size_t n) {
+  ApiOutputInfo info = {.chat = chat, .logprobs = true, .num_top_logprobs = num_top,
+                        .request_id = 1, .model = "m", .t = &tokenizer};
+  ApiOutput o;
+  api_output_init(&o, &info);
+  Buf out = {0};
+  for (size_t i = 0; i < n; i++) assert_int_equal(api_output_event(&o, &events[i], &out), 200);
+  cJSON *body = cJSON_Parse(out.data);
+  assert_non_null(body);
+  buf_free(&out);
+  api_output_free(&o);
+  return body;
+}
+
+// Completions: " world" sampled (logprob -0.5) while "Hello" tops the list: the dict holds the
+// sampled token first, then the top 2; text_offset counts code points of the token texts
+// ("Hello" is 5); -inf is written as -9999.0. The stop token's entry is its name.
+static void test_completions_logprobs_shape(void **state) {
+  (void)state;
+  uint32_t hello = id_of("Hello"), world = id_of(" world"), bang = id_of("!");
+  const uint32_t top[] = {hello, bang};
+  const float top_lp[] = {-0.25f, -1.0f};
+  TokenEvent events[] = {event(hello, -0.25f, 2, top, top_lp, FINISH_NONE),
+                         event(world, -0.5f, 2, top, top_lp, FINISH_NONE),
+                         event(TOK_RETURN, -INFINITY, 0, NULL, NULL, FINISH_STOP)};
+  cJSON *body = whole_answer(false, 2, events, 3);
+  const cJSON *lp = get(body, "choices", "0", "logprobs", NULL);
+  assert_string_equal(get(lp, "tokens", "0", NULL)->valuestring, "Hello");
+  assert_string_equal(get(lp, "tokens", "1", NULL)->valuestring, " world");
+  assert_string_equal(get(lp, "tokens", "2", NULL)->valuestring, "<|return|>");
+  assert_float_equal(get(lp, "token_logprobs", "1", NULL)->valuedouble, -0.5, 1e-6);
+  assert_float_equal(get(lp, "token_logprobs", "2", NULL)->valuedouble, -9999.0, 0);
+  assert_int_equal(get(lp, "text_offset", "0", NULL)->valueint, 0);
+  assert_int_equal(get(lp, "text_offset", "1", NULL)->valueint, 5);
+  assert_int_equal(get(lp, "text_offset", "2", NULL)->valueint, 11);
+  const cJSON *first = get(lp, "top_logprobs", "0", NULL);
+  assert_int_equal(cJSON_GetArraySize(first), 2);  // sampled == top 1: not twice
+  const cJSON *second = get(lp, "top_logprobs", "1", NULL);
+  assert_int_equal(cJSON_GetArraySize(second), 3);
+  assert_string_equal(second->child->string, " world");
+  assert_float_equal(second->child->valuedouble, -0.5, 1e-6);
+  assert_float_equal(get(second, "Hello", NULL)->valuedouble, -0.25, 1e-6);
+  assert_float_equal(get(second, "!", NULL)->valuedouble, -1.0, 1e-6);
+  assert_int_equal(cJSON_GetArraySize(get(lp, "top_logprobs", "2", NULL)), 1);
+  assert_string_equal(get(body, "choices", "0", "text", NULL)->valuestring, "Hello world");
+  cJSON_Delete(body);
+}
+
+// Chat: one content entry per token with its text, logprob and UTF-8 bytes, top_logprobs in
+// order; a token holding half a UTF-8 character reads U+FFFD (bytes EF BF BD), as vLLM decodes
+// one token.
+static void test_chat_logprobs_shape(void **state) {
+  (void)state;
+  uint32_t hello = id_of("Hello"), bang = id_of("!");
+  TokenIds e_acute = {0};
+  tok_encode(&tokenizer, "\xc3", 1, false, &e_acute);  // a lone lead byte: one byte token
+  assert_int_equal(e_acute.len, 1);
+  const uint32_t top[] = {bang, hello};
+  const float top_lp[] = {-0.1f, -2.5f};
+  TokenEvent events[] = {event(hello, -2.5f, 2, top, top_lp, FINISH_NONE),
+                         event(e_acute.data[0], -3.0f, 1, top, top_lp, FINISH_LENGTH)};
+  cJSON *body = whole_answer(true, 2, events, 2);
+  const cJSON *content = get(body, "choices", "0", "logprobs", "content", NULL);
+  assert_int_equal(cJSON_GetArraySize(content), 2);
+  const cJSON *e0 = get(content, "0", NULL);
+  assert_string_equal(get(e0, "token", NULL)->valuestring, "Hello");
+  assert_float_equal(get(e0, "logprob", NULL)->valuedouble, -2.5, 1e-6);
+  const cJSON *bytes = get(e0, "bytes", NULL);
+  assert_int_equal(cJSON_GetArraySize(bytes), 5);
+  assert_int_equal(get(bytes, "0", NULL)->valueint, 'H');
+  assert_int_equal(get(bytes, "4", NULL)->valueint, 'o');
+  assert_string_equal(get(e0, "top_logprobs", "0", "token", NULL)->valuestring, "!");
+  assert_float_equal(get(e0, "top_logprobs", "0", "logprob", NULL)->valuedouble, -0.1, 1e-6);
+  assert_string_equal(get(e0, "top_logprobs", "1", "token", NULL)->valuestring, "Hello");
+  const cJSON *e1 = get(content, "1", NULL);
+  assert_string_equal(get(e1, "token", NULL)->valuestring, "\xef\xbf\xbd");
+  assert_int_equal(get(e1, "bytes", "0", NULL)->valueint, 0xef);
+  assert_int_equal(get(e1, "bytes", "2", NULL)->valueint, 0xbd);
+  assert_int_equal(cJSON_GetArraySize(get(e1, "top_logprobs", NULL)), 1);
+  cJSON_Delete(body);
+  token_ids_free(&e_acute);
+}
+
+// Streams: each token chunk carries its own logprobs; completions' text_offset keeps counting
+// across chunks; a whole answer without logprobs says null.
+static void test_streamed_logprobs(void **state) {
+  (void)state;
+  uint32_t hello = id_of("Hello"), world = id_of(" world");
+  const uint32_t top[] = {hello};
+  const float top_lp[] = {-0.5f};
+  ApiOutputInfo info = {.stream = true, .logprobs = true, .num_top_logprobs = 1,
+                        .request_id = 1, .model = "m", .t = &tokenizer};
+  ApiOutput o;
+  api_output_init(&o, &info);
+  Buf out = {0};
+  TokenEvent a = event(hello, -0.5f, 1, top, top_lp, FINISH_NONE);
+  TokenEvent b = event(world, -1.5f, 1, top, top_lp, FINISH_LENGTH);
+  api_output_event(&o, &a, &out);
+  size_t first_len = out.len;
+  api_output_event(&o, &b, &out);
+  out.data[first_len - 2] = '\0';  // "data: {...}\n\n"
+  cJSON *c0 = cJSON_Parse(out.data + strlen("data: "));
+  char *second = out.data + first_len + strlen("data: ");
+  *strstr(second, "\n\n") = '\0';
+  cJSON *c1 = cJSON_Parse(second);
+  assert_non_null(c0);
+  assert_non_null(c1);
+  assert_string_equal(get(c0, "choices", "0", "logprobs", "tokens", "0", NULL)->valuestring,
+                      "Hello");
+  assert_int_equal(get(c1, "choices", "0", "logprobs", "text_offset", "0", NULL)->valueint, 5);
+  assert_float_equal(
+      get(c1, "choices", "0", "logprobs", "token_logprobs", "0", NULL)->valuedouble, -1.5, 1e-6);
+  assert_int_equal(cJSON_GetArraySize(get(c1, "choices", "0", "logprobs", "top_logprobs", "0",
+                                          NULL)),
+                   2);
+  cJSON_Delete(c0);
+  cJSON_Delete(c1);
+  buf_free(&out);
+  api_output_free(&o);
+  info = (ApiOutputInfo){.chat = true, .request_id = 1, .model = "m", .t = &tokenizer};
+  api_output_init(&o, &info);
+  b.has_logprobs = false;
+  api_output_event(&o, &b, &out);
+  cJSON *body = cJSON_Parse(out.data);
+  assert_true(cJSON_IsNull(get(body, "choices", "0", "logprobs", NULL)));
+  cJSON_Delete(body);
+  buf_free(&out);
+  api_output_free(&o);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_sampling_fields_reach_the_engine),
+      cmocka_unit_test(test_sampling_field_errors),
+      cmocka_unit_test(test_unsupported_fields_are_refused),
+      cmocka_unit_test(test_completions_logprobs_shape),
+      cmocka_unit_test(test_chat_logprobs_shape),
+      cmocka_unit_test(test_streamed_logprobs),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
