@@ -69,11 +69,12 @@ static void token_chunk(ApiOutput *o, const TokenEvent *ev, Buf *out) {
   begin_chunk(o, out);
   if (o->info.chat) {
     buf_printf(out,
-               "[{\"index\":0,\"delta\":{\"%s\":", reasoning ? "reasoning_content" : "content");
+               "[{\"index\":%d,\"delta\":{\"%s\":", o->info.index,
+               reasoning ? "reasoning_content" : "content");
     json_string(out, o->delta.data, o->delta.len);
     buf_append_str(out, "}");
   } else {
-    buf_append_str(out, "[{\"index\":0,\"text\":");
+    buf_printf(out, "[{\"index\":%d,\"text\":", o->info.index);
     json_string(out, o->delta.data, o->delta.len);
   }
   if (o->info.return_token_ids) {  // beside delta / text, as vLLM puts it
@@ -106,42 +107,44 @@ static void stream_event(ApiOutput *o, const TokenEvent *ev, Buf *out) {
   }
   if (o->info.chat && !o->sent_role) {
     begin_chunk(o, out);
-    buf_append_str(out,
-                   "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
-                   "\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+    buf_printf(out,
+               "[{\"index\":%d,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+               "\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+               o->info.index);
     o->sent_role = true;
   }
   token_chunk(o, ev, out);
-  if (ev->finish == FINISH_NONE) return;
+  if (ev->finish == FINISH_NONE || o->info.one_of_many) return;
+  api_output_stream_end(o, ev->num_prompt_tokens, ev->num_output_tokens, out);
+}
+
+void api_output_stream_end(const ApiOutput *o, uint64_t num_prompt_tokens,
+                           uint64_t num_output_tokens, Buf *out) {
   if (o->info.include_usage) {
     begin_chunk(o, out);
     buf_printf(out,
-               "[],\"usage\":{\"prompt_tokens\":%u,\"total_tokens\":%llu,"
-               "\"completion_tokens\":%u}}\n\n",
-               ev->num_prompt_tokens,
-               (unsigned long long)ev->num_prompt_tokens + ev->num_output_tokens,
-               ev->num_output_tokens);
+               "[],\"usage\":{\"prompt_tokens\":%llu,\"total_tokens\":%llu,"
+               "\"completion_tokens\":%llu}}\n\n",
+               (unsigned long long)num_prompt_tokens,
+               (unsigned long long)(num_prompt_tokens + num_output_tokens),
+               (unsigned long long)num_output_tokens);
   }
   buf_append_str(out, "data: [DONE]\n\n");
 }
 
-static cJSON *usage_json(const TokenEvent *ev) {
+static cJSON *usage_json(uint64_t num_prompt_tokens, uint64_t num_output_tokens) {
   cJSON *usage = cJSON_CreateObject();
-  cJSON_AddNumberToObject(usage, "prompt_tokens", ev->num_prompt_tokens);
-  cJSON_AddNumberToObject(usage, "total_tokens",
-                          (double)ev->num_prompt_tokens + ev->num_output_tokens);
-  cJSON_AddNumberToObject(usage, "completion_tokens", ev->num_output_tokens);
+  cJSON_AddNumberToObject(usage, "prompt_tokens", (double)num_prompt_tokens);
+  cJSON_AddNumberToObject(usage, "total_tokens", (double)(num_prompt_tokens + num_output_tokens));
+  cJSON_AddNumberToObject(usage, "completion_tokens", (double)num_output_tokens);
   return usage;
 }
 
-// The whole answer once the last event is in.
-static cJSON *whole_body(const ApiOutput *o, const TokenEvent *ev) {
+// One choice of a whole answer, once its last event is in.
+static cJSON *choice_json(const ApiOutput *o) {
   const ApiOutputInfo *info = &o->info;
-  char id[48];
-  snprintf(id, sizeof id, "%s-%llu", info->chat ? "chatcmpl" : "cmpl",
-           (unsigned long long)info->request_id);
   cJSON *choice = cJSON_CreateObject();
-  cJSON_AddNumberToObject(choice, "index", 0);
+  cJSON_AddNumberToObject(choice, "index", info->index);
   const char *content = o->content.data ? o->content.data : "";
   if (info->chat) {
     cJSON *message = cJSON_AddObjectToObject(choice, "message");
@@ -168,18 +171,47 @@ static cJSON *whole_body(const ApiOutput *o, const TokenEvent *ev) {
   } else {
     cJSON_AddNullToObject(choice, "logprobs");
   }
-  cJSON_AddStringToObject(choice, "finish_reason", finish_name(ev->finish));
+  cJSON_AddStringToObject(choice, "finish_reason", finish_name(o->finish));
+  return choice;
+}
+
+// The whole answer: choices [num_choices] in index order, usage summed by the caller.
+static cJSON *whole_body(const ApiOutput *const *choices, size_t num_choices,
+                         uint64_t num_prompt_tokens, uint64_t num_output_tokens) {
+  const ApiOutputInfo *info = &choices[0]->info;
+  char id[48];
+  snprintf(id, sizeof id, "%s-%llu", info->chat ? "chatcmpl" : "cmpl",
+           (unsigned long long)info->request_id);
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "id", id);
   cJSON_AddStringToObject(root, "object", info->chat ? "chat.completion" : "text_completion");
   cJSON_AddNumberToObject(root, "created", (double)info->created);
   cJSON_AddStringToObject(root, "model", info->model);
-  cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
-  cJSON_AddItemToObject(root, "usage", usage_json(ev));
+  cJSON *array = cJSON_AddArrayToObject(root, "choices");
+  for (size_t i = 0; i < num_choices; i++) cJSON_AddItemToArray(array, choice_json(choices[i]));
+  cJSON_AddItemToObject(root, "usage", usage_json(num_prompt_tokens, num_output_tokens));
   return root;
 }
 
+static void append_json(Buf *out, cJSON *body) {
+  char *text = cJSON_PrintUnformatted(body);
+  cJSON_Delete(body);
+  buf_append_str(out, text);
+  cJSON_free(text);
+}
+
+void api_output_whole(const ApiOutput *const *choices, size_t num_choices,
+                      uint64_t num_prompt_tokens, uint64_t num_output_tokens, Buf *out) {
+  append_json(out, whole_body(choices, num_choices, num_prompt_tokens, num_output_tokens));
+}
+
+static unsigned aborted_whole(Buf *out) {
+  append_json(out, aborted_body());
+  return 503;
+}
+
 unsigned api_output_event(ApiOutput *o, const TokenEvent *ev, Buf *out) {
+  if (ev->finish != FINISH_NONE) o->finish = ev->finish;
   if (o->info.stream) {
     stream_event(o, ev, out);
     return 200;
@@ -192,11 +224,9 @@ unsigned api_output_event(ApiOutput *o, const TokenEvent *ev, Buf *out) {
     if (ev->has_token && o->info.return_token_ids) token_ids_push(&o->output_ids, ev->token_id);
     if (o->info.logprobs) api_logprobs_add(&o->logprobs, ev);
   }
-  if (ev->finish == FINISH_NONE) return 200;
-  cJSON *body = aborted ? aborted_body() : whole_body(o, ev);
-  char *text = cJSON_PrintUnformatted(body);
-  cJSON_Delete(body);
-  buf_append_str(out, text);
-  cJSON_free(text);
-  return aborted ? 503 : 200;
+  if (ev->finish == FINISH_NONE || (o->info.one_of_many && !aborted)) return 200;
+  if (aborted) return aborted_whole(out);
+  const ApiOutput *self = o;
+  api_output_whole(&self, 1, ev->num_prompt_tokens, ev->num_output_tokens, out);
+  return 200;
 }

@@ -18,6 +18,9 @@
 #include "text/stream_decoder.h"
 #include "text/tokenizer.h"
 
+// The choices of one answer at most (n times the number of prompts).
+enum { API_MAX_CHOICES = 128 };
+
 typedef struct {
   bool chat;            // chat.completion(.chunk), else text_completion
   bool stream;          // SSE chunks, else one JSON body at the end
@@ -25,6 +28,9 @@ typedef struct {
   bool return_token_ids;  // each choice also lists its generated ids (vLLM's "token_ids")
   bool logprobs;          // each choice carries "logprobs" (api_logprobs.c), else null
   int num_top_logprobs;   // chat: top_logprobs; completions: logprobs
+  int index;            // the choice's index in the answer
+  bool one_of_many;     // one choice of several (n > 1, a list of prompts): its last event
+                        // writes no usage chunk, [DONE] or body; api_fanout.c does, once
   uint64_t request_id;  // names the answer: "chatcmpl-<id>" / "cmpl-<id>"
   int64_t created;      // unix seconds
   const char *model;    // the served model name
@@ -41,14 +47,25 @@ typedef struct {
   TokenIds output_ids;     // whole answers with return_token_ids: the ids so far
   ApiLogprobs logprobs;    // with info.logprobs
   bool sent_role;
+  FinishReason finish;     // the last event's
 } ApiOutput;
 
 void api_output_init(ApiOutput *o, const ApiOutputInfo *info);
 void api_output_free(ApiOutput *o);
 
 // Appends what ev adds to out: a stream's SSE bytes (an aborted stream ends with an error event
-// and [DONE]); for a whole answer, nothing until the last event, then the body. Returns the HTTP
-// status of a whole answer: 200, or 503 when the request was aborted.
+// and [DONE]); for a whole answer, nothing until the last event, then the body (a choice of
+// several: nothing, see api_output_whole). Returns the HTTP status of a whole answer: 200, or
+// 503 when the request was aborted.
 unsigned api_output_event(ApiOutput *o, const TokenEvent *ev, Buf *out);
+
+// A stream's end: the usage chunk when asked for, then [DONE].
+void api_output_stream_end(const ApiOutput *o, uint64_t num_prompt_tokens,
+                           uint64_t num_output_tokens, Buf *out);
+
+// The body of a whole answer whose choices [num_choices] (in index order) all had their last
+// event; usage as given.
+void api_output_whole(const ApiOutput *const *choices, size_t num_choices,
+                      uint64_t num_prompt_tokens, uint64_t num_output_tokens, Buf *out);
 
 #endif

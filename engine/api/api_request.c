@@ -49,10 +49,8 @@ static bool check_model(const cJSON *req, const char *served, ApiError *err) {
   return true;
 }
 
-// Fields this engine does not implement are refused rather than silently ignored.
+// Stop strings are not implemented yet: refused rather than silently ignored.
 static bool check_unsupported(const cJSON *req, ApiError *err) {
-  double n = 1;
-  if (!get_number(req, "n", 1, 1, true, &n, err)) return false;
   const cJSON *stop = cJSON_GetObjectItemCaseSensitive(req, "stop");
   bool no_stop = absent(stop) || (cJSON_IsString(stop) && stop->valuestring[0] == '\0') ||
                  (cJSON_IsArray(stop) && cJSON_GetArraySize(stop) == 0);
@@ -123,36 +121,51 @@ static bool token_id_prompt(const cJSON *ids, const Tokenizer *t, TokenIds *out,
   return true;
 }
 
-// Text (encoded without special tokens), token ids, or a list holding one of those.
-static bool completion_prompt(const cJSON *prompt, const Tokenizer *t, bool nested, TokenIds *out,
-                              ApiError *err) {
+// Text (encoded without special tokens), or token ids.
+static bool one_prompt(const cJSON *prompt, const Tokenizer *t, TokenIds *out, ApiError *err) {
   if (cJSON_IsString(prompt)) {
     tok_encode(t, prompt->valuestring, strlen(prompt->valuestring), false, out);
     return true;
   }
-  if (!cJSON_IsArray(prompt))
-    return api_error(err, 400, "prompt", "prompt must be a string or a list of token ids");
-  const cJSON *first = prompt->child;
-  if (!first) return api_error(err, 400, "prompt", "prompt must not be empty");
-  if (cJSON_IsNumber(first)) return token_id_prompt(prompt, t, out, err);
-  if (nested || !(cJSON_IsString(first) || cJSON_IsArray(first)))
-    return api_error(err, 400, "prompt", "prompt must be a string or a list of token ids");
-  if (first->next)
+  if (!cJSON_IsArray(prompt) || !prompt->child || !cJSON_IsNumber(prompt->child))
     return api_error(err, 400, "prompt",
-                     "batched prompts are not supported (send one per request)");
-  return completion_prompt(first, t, true, out, err);
+                     "prompt must be a string, a list of token ids, or a list of those");
+  return token_id_prompt(prompt, t, out, err);
 }
 
-static bool parse_prompt(const cJSON *req, bool chat, const Tokenizer *t, TokenIds *out,
+// One prompt, or a list of prompts (strings or lists of token ids): each its own choices.
+static bool completion_prompts(const cJSON *prompt, const Tokenizer *t, ApiRequest *r,
+                               ApiError *err) {
+  bool list = cJSON_IsArray(prompt) && prompt->child &&
+              (cJSON_IsString(prompt->child) || cJSON_IsArray(prompt->child));
+  if (cJSON_IsArray(prompt) && !prompt->child)
+    return api_error(err, 400, "prompt", "prompt must not be empty");
+  r->num_prompts = list ? (size_t)cJSON_GetArraySize(prompt) : 1;
+  if (r->num_prompts > API_MAX_CHOICES)
+    return api_error(err, 400, "prompt", "prompt holds %zu prompts; at most %d are served at once",
+                     r->num_prompts, API_MAX_CHOICES);
+  if (!list) return one_prompt(prompt, t, &r->prompt, err);
+  r->more_prompts = xcalloc(r->num_prompts, sizeof *r->more_prompts);
+  size_t i = 0;
+  const cJSON *item;
+  cJSON_ArrayForEach(item, prompt) {
+    if (!one_prompt(item, t, i ? &r->more_prompts[i - 1] : &r->prompt, err)) return false;
+    i++;
+  }
+  return true;
+}
+
+static bool parse_prompt(const cJSON *req, bool chat, const Tokenizer *t, ApiRequest *r,
                          ApiError *err) {
   const char *name = chat ? "messages" : "prompt";
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, name);
   if (absent(v)) return api_error(err, 400, name, "%s is required", name);
-  if (!chat) return completion_prompt(v, t, false, out, err);
+  if (!chat) return completion_prompts(v, t, r, err);
   const cJSON *effort = cJSON_GetObjectItemCaseSensitive(req, "reasoning_effort");
   if (!absent(effort) && !cJSON_IsString(effort))
     return api_error(err, 400, "reasoning_effort", "reasoning_effort must be a string");
-  return api_chat_render(v, absent(effort) ? NULL : effort->valuestring, t, out, err);
+  r->num_prompts = 1;
+  return api_chat_render(v, absent(effort) ? NULL : effort->valuestring, t, &r->prompt, err);
 }
 
 static bool parse_object(ApiRequest *r, const cJSON *req, const ApiRequestContext *c,
@@ -162,13 +175,30 @@ static bool parse_object(ApiRequest *r, const cJSON *req, const ApiRequestContex
       !api_refuse_unsupported(req, r->chat ? API_REFUSE_CHAT : API_REFUSE_COMPLETIONS, err) ||
       !parse_sampling(req, r->chat, c, r, &max_tokens, err) ||
       !api_sampling_parse(req, c->t, r, err) || !parse_stream(req, r, err) ||
-      !parse_prompt(req, r->chat, c->t, &r->prompt, err))
+      !parse_prompt(req, r->chat, c->t, r, err))
     return false;
-  long room = (long)c->max_model_len - (long)r->prompt.len;
-  r->params.max_tokens = max_tokens >= 1 ? (int)max_tokens : room > 1 ? (int)room : 1;
-  r->params.prompt_ids = r->prompt.data;
-  r->params.num_prompt_ids = r->prompt.len;
+  double n = 1;
+  if (!get_number(req, "n", 1, API_MAX_CHOICES, true, &n, err)) return false;
+  r->n = (int)n;
+  if ((size_t)r->n * r->num_prompts > API_MAX_CHOICES)
+    return api_error(err, 400, "n", "n = %d for %zu prompts makes more than %d choices", r->n,
+                     r->num_prompts, API_MAX_CHOICES);
+  r->max_tokens_given = max_tokens >= 1 ? (int)max_tokens : 0;
+  r->max_model_len = c->max_model_len;
+  r->params = api_request_choice(r, 0);
   return true;
+}
+
+EngineRequestParams api_request_choice(const ApiRequest *r, size_t c) {
+  size_t k = c / (size_t)r->n;
+  const TokenIds *prompt = k ? &r->more_prompts[k - 1] : &r->prompt;
+  EngineRequestParams p = r->params;
+  long room = (long)r->max_model_len - (long)prompt->len;
+  p.max_tokens = r->max_tokens_given ? r->max_tokens_given : room > 1 ? (int)room : 1;
+  p.prompt_ids = prompt->data;
+  p.num_prompt_ids = prompt->len;
+  p.seed = r->params.seed + c % (size_t)r->n;
+  return p;
 }
 
 // body[0..len) as one JSON value with nothing but whitespace after it; NULL otherwise.
@@ -213,6 +243,10 @@ bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, con
 
 void api_request_free(ApiRequest *r) {
   token_ids_free(&r->prompt);
+  for (size_t i = 0; r->more_prompts && i + 1 < r->num_prompts; i++)
+    token_ids_free(&r->more_prompts[i]);
+  free(r->more_prompts);
+  r->more_prompts = NULL;
   token_ids_free(&r->stop_token_ids);
   free(r->logit_bias);
   r->logit_bias = NULL;

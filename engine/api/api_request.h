@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "api/api_error.h"
+#include "api/api_output.h"
 #include "core/engine.h"
 #include "text/token_ids.h"
 #include "text/tokenizer.h"
@@ -26,7 +27,12 @@ typedef struct {
   bool stream;            // answer as SSE chunks
   bool include_usage;     // stream_options.include_usage: a usage chunk before [DONE]
   bool return_token_ids;  // vLLM's extension: each choice also carries its "token_ids"
-  TokenIds prompt;        // owned; params.prompt_ids points into it
+  TokenIds prompt;        // owned; params.prompt_ids points into it: the (first) prompt
+  TokenIds *more_prompts;  // owned [num_prompts - 1]: completions' list of prompts, the others
+  size_t num_prompts;     // >= 1
+  int n;                  // choices per prompt (>= 1); the answer has num_prompts * n choices
+  int max_tokens_given;   // 0: each prompt gets what max_model_len leaves it
+  int max_model_len;
   SamplerBias *logit_bias;  // owned [num_logit_bias]; params.logit_bias points to it
   size_t num_logit_bias;
   TokenIds stop_token_ids;  // owned; params.stop_token_ids points into it
@@ -36,11 +42,16 @@ typedef struct {
 // Parses body[len]. Fields: model, max_tokens (chat: max_completion_tokens first), temperature,
 // top_p, top_k, seed, stream, stream_options.include_usage, ignore_eos, return_token_ids, the
 // penalties, min_tokens, logit_bias, stop_token_ids and logprobs (api_sampling.c); chat:
-// messages, reasoning_effort; completions: prompt (text, token ids, or a list of one of those). n
-// != 1 and stop strings are refused, and so is every field api_refuse.c lists; fields that do
+// messages, reasoning_effort; n; completions: prompt (text, token ids, or a list of those). Stop
+// strings are refused, and so is every field api_refuse.c lists; fields that do
 // not change the output are ignored. False with err.
 bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, const char *body,
                        size_t len, ApiError *err);
 void api_request_free(ApiRequest *r);
+
+// The engine request of choice index c (prompt c / n, as vLLM indexes completions choices): r's
+// params with that prompt and its max_tokens, and, as vLLM's parallel sampling seeds children,
+// seed + c % n.
+EngineRequestParams api_request_choice(const ApiRequest *r, size_t c);
 
 #endif

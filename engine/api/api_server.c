@@ -154,7 +154,11 @@ static void prepare(ApiServer *s, ApiCall *c) {
                         .model = s->o.served_model_name,
                         .t = s->t};
   c->streamed = info.stream;
-  c->stream = api_hub_submit(&s->hub, &r.params, info, c->job.conn, &c->error);
+  EngineRequestParams params[API_MAX_CHOICES];
+  size_t num_choices = r.num_prompts * (size_t)r.n;
+  for (size_t k = 0; k < num_choices; k++) params[k] = api_request_choice(&r, k);
+  c->stream = api_hub_submit(&s->hub, params, (int)num_choices, r.n, info, c->job.conn,
+                             &c->error);
   api_request_free(&r);
 }
 
@@ -172,7 +176,7 @@ static void prepare_job(ApiPrepJob *job, bool cancelled) {
 // then end the answer, whose bytes go nowhere, and libmicrohttpd closes the connection).
 static void on_hangup(void *arg) {
   ApiCall *c = arg;
-  c->server->hub.engine.abort(c->server->hub.engine.engine, c->stream->id);
+  api_hub_abort(&c->server->hub, c->stream);
 }
 
 // The answer to a prepared call: a stream at once, a whole answer when finished.
