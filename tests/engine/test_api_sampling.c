@@ -3,7 +3,9 @@
 // logprobs fields into EngineRequestParams with vLLM's ranges and error messages, refuses every
 // field that would change the output and is not implemented (400 naming it) and accepts those
 // that change nothing; api_output writes logprobs in OpenAI's chat and completions shapes, whole
-// and streamed, from hand-made token events.
+// and streamed, from hand-made token events; n > 1 and lists of prompts fan out to one engine
+// request per choice (seeds, prompts, indices as vLLM's) and back into one answer through the
+// dispatcher and the engine double (fake_engine.h), aborts reaching every choice.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,8 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_dispatch.h"
 #include "api/api_output.h"
 #include "api/api_request.h"
+#include "fake_engine.h"
 
 static Tokenizer tokenizer;
 
@@ -357,6 +361,200 @@ static void test_streamed_logprobs(void **state) {
   api_output_free(&o);
 }
 
+// ---- n > 1 and lists of prompts -------------------------------------------------------------
+
+// Choice c: prompt c / n, seed + c % n, each prompt its own default max_tokens.
+static void test_choices_of_prompts(void **state) {
+  (void)state;
+  ApiRequest r;
+  ApiError err;
+  assert_true(parse(false, "{\"prompt\":[[1,2],\"Hello world\",[7]],\"n\":2,\"seed\":100}", &r,
+                    &err));
+  assert_int_equal(r.num_prompts, 3);
+  assert_int_equal(r.n, 2);
+  for (size_t c = 0; c < 6; c++) {
+    EngineRequestParams p = api_request_choice(&r, c);
+    assert_int_equal(p.seed, 100 + c % 2);
+    size_t want_len = c / 2 == 0 ? 2 : c / 2 == 1 ? 2 : 1;  // "Hello world": 2 tokens
+    assert_int_equal(p.num_prompt_ids, want_len);
+    assert_int_equal(p.max_tokens, 4096 - (int)want_len);
+  }
+  assert_int_equal(api_request_choice(&r, 5).prompt_ids[0], 7);
+  api_request_free(&r);
+  const FieldCase cases[] = {
+      {false, "\"n\":0", "n"},
+      {false, "\"n\":1.5", "n"},
+      {false, "\"n\":129", "n"},
+      {true, "\"n\":3", NULL},
+  };
+  check_cases(cases, sizeof cases / sizeof *cases);
+  assert_false(parse(false, "{\"prompt\":[\"a\",\"b\",\"c\"],\"n\":43}", &r, &err));  // 129
+  assert_string_equal(err.param, "n");
+}
+
+typedef struct {
+  FakeEngine fake;
+  ApiHub hub;
+} Hub;
+
+static uint32_t script[3];  // "Hello" " world" "!"
+
+static void hub_start(Hub *h) {
+  memset(h, 0, sizeof *h);
+  script[0] = id_of("Hello");
+  script[1] = id_of(" world");
+  script[2] = id_of("!");
+  fake_start(&h->fake, script, 3, 1000000);
+  ApiEngine engine = fake_api_engine(&h->fake);
+  assert_true(api_hub_start(&h->hub, &engine));
+}
+
+static void hub_stop(Hub *h) {
+  api_hub_stop(&h->hub);
+  api_hub_free(&h->hub);
+  fake_stop(&h->fake);
+}
+
+// Submits body's choices and waits for the answer's last bytes; returns them (owned).
+static ApiStream *answer(Hub *h, bool chat, const char *body, Buf *bytes) {
+  ApiRequest r;
+  ApiError err;
+  assert_true(parse(chat, body, &r, &err));
+  EngineRequestParams params[API_MAX_CHOICES];
+  size_t num = r.num_prompts * (size_t)r.n;
+  for (size_t c = 0; c < num; c++) params[c] = api_request_choice(&r, c);
+  ApiOutputInfo info = {.chat = chat, .stream = r.stream, .include_usage = r.include_usage,
+                        .model = "m", .t = &tokenizer};
+  ApiStream *s = api_hub_submit(&h->hub, params, (int)num, r.n, info, NULL, &err);
+  assert_non_null(s);
+  api_request_free(&r);
+  for (bool done = false; !done;) {
+    pthread_mutex_lock(&h->hub.mu);
+    done = s->finished;
+    if (done) buf_append(bytes, s->bytes.data, s->bytes.len);
+    pthread_mutex_unlock(&h->hub.mu);
+    if (!done) clock_sleep_until_ns(clock_now_ns() + 1000000);
+  }
+  return s;
+}
+
+// Whole chat answer with n = 3: three choices indexed 0..2, each the script's text; usage
+// counts the prompt once and the three outputs.
+static void test_n_choices_fan_in(void **state) {
+  (void)state;
+  Hub h;
+  hub_start(&h);
+  Buf bytes = {0};
+  ApiStream *s = answer(&h, false, "{\"prompt\":[5,6,7,8],\"n\":3,\"max_tokens\":2}", &bytes);
+  assert_int_equal(s->status, 200);
+  api_hub_close(&h.hub, s);
+  cJSON *body = cJSON_Parse(bytes.data);
+  assert_non_null(body);
+  const cJSON *choices = get(body, "choices", NULL);
+  assert_int_equal(cJSON_GetArraySize(choices), 3);
+  for (int i = 0; i < 3; i++) {
+    char k[4];
+    snprintf(k, sizeof k, "%d", i);
+    assert_int_equal(get(choices, k, "index", NULL)->valueint, i);
+    assert_string_equal(get(choices, k, "text", NULL)->valuestring, "Hello world");
+    assert_string_equal(get(choices, k, "finish_reason", NULL)->valuestring, "length");
+  }
+  assert_int_equal(get(body, "usage", "prompt_tokens", NULL)->valueint, 4);
+  assert_int_equal(get(body, "usage", "completion_tokens", NULL)->valueint, 6);
+  assert_int_equal(fake_num_submitted(&h.fake), 3);
+  cJSON_Delete(body);
+  buf_free(&bytes);
+  hub_stop(&h);
+}
+
+// A stream of two prompts x n = 2: every chunk names its choice (0..3, prompt * n + i), each
+// choice ends once with finish_reason, one usage chunk sums both prompts, one [DONE] ends it.
+static void test_streamed_prompts_fan_in(void **state) {
+  (void)state;
+  Hub h;
+  hub_start(&h);
+  Buf bytes = {0};
+  ApiStream *s = answer(&h, false,
+                        "{\"prompt\":[[1,2,3],[4]],\"n\":2,\"stream\":true,"
+                        "\"stream_options\":{\"include_usage\":true}}",
+                        &bytes);
+  api_hub_close(&h.hub, s);
+  int finishes[4] = {0}, num_done = 0, num_usage = 0;
+  Buf text[4] = {0};
+  for (char *line = strtok(bytes.data, "\n"); line; line = strtok(NULL, "\n")) {
+    assert_true(strncmp(line, "data: ", 6) == 0);
+    if (strcmp(line + 6, "[DONE]") == 0) {
+      num_done++;
+      continue;
+    }
+    assert_int_equal(num_done, 0);  // nothing after [DONE]
+    cJSON *chunk = cJSON_Parse(line + 6);
+    assert_non_null(chunk);
+    if (cJSON_GetArraySize(get(chunk, "choices", NULL)) == 0) {
+      num_usage++;
+      assert_int_equal(get(chunk, "usage", "prompt_tokens", NULL)->valueint, 4);
+      assert_int_equal(get(chunk, "usage", "completion_tokens", NULL)->valueint, 12);
+    } else {
+      int i = get(chunk, "choices", "0", "index", NULL)->valueint;
+      assert_true(i >= 0 && i < 4);
+      assert_int_equal(num_usage, 0);
+      buf_append_str(&text[i], get(chunk, "choices", "0", "text", NULL)->valuestring);
+      if (cJSON_IsString(get(chunk, "choices", "0", "finish_reason", NULL))) finishes[i]++;
+    }
+    cJSON_Delete(chunk);
+  }
+  assert_int_equal(num_done, 1);
+  assert_int_equal(num_usage, 1);
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(finishes[i], 1);
+    assert_string_equal(text[i].data, "Hello world!");
+    buf_free(&text[i]);
+  }
+  buf_free(&bytes);
+  hub_stop(&h);
+}
+
+// Aborting the answer aborts every choice; the first abort ends it (an error event, [DONE]).
+static void test_abort_reaches_every_choice(void **state) {
+  (void)state;
+  Hub h;
+  hub_start(&h);
+  pthread_mutex_lock(&h.fake.mu);
+  h.fake.start_after = 1000;  // no tokens: the choices stay live
+  pthread_mutex_unlock(&h.fake.mu);
+  ApiRequest r;
+  ApiError err;
+  assert_true(parse(true,
+                    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":3,"
+                    "\"stream\":true}",
+                    &r, &err));
+  EngineRequestParams params[3];
+  for (size_t c = 0; c < 3; c++) params[c] = api_request_choice(&r, c);
+  ApiOutputInfo info = {.chat = true, .stream = true, .model = "m", .t = &tokenizer};
+  ApiStream *s = api_hub_submit(&h.hub, params, 3, 3, info, NULL, &err);
+  assert_non_null(s);
+  api_request_free(&r);
+  api_hub_abort(&h.hub, s);
+  for (int i = 0; i < 3; i++) assert_true(fake_wait_aborted(&h.fake, s->choices[i].id, 1000));
+  pthread_mutex_lock(&h.fake.mu);
+  h.fake.start_after = 0;  // the aborts come out now
+  pthread_mutex_unlock(&h.fake.mu);
+  for (bool done = false; !done;) {
+    pthread_mutex_lock(&h.hub.mu);
+    done = s->engine_done;
+    if (done) {
+      assert_true(s->finished);
+      assert_non_null(strstr(s->bytes.data, "\"error\""));
+      assert_non_null(strstr(s->bytes.data, "data: [DONE]"));
+      assert_null(strstr(strstr(s->bytes.data, "data: [DONE]") + 1, "data: [DONE]"));
+    }
+    pthread_mutex_unlock(&h.hub.mu);
+    if (!done) clock_sleep_until_ns(clock_now_ns() + 1000000);
+  }
+  api_hub_close(&h.hub, s);
+  hub_stop(&h);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sampling_fields_reach_the_engine),
@@ -365,6 +563,10 @@ int main(void) {
       cmocka_unit_test(test_completions_logprobs_shape),
       cmocka_unit_test(test_chat_logprobs_shape),
       cmocka_unit_test(test_streamed_logprobs),
+      cmocka_unit_test(test_choices_of_prompts),
+      cmocka_unit_test(test_n_choices_fan_in),
+      cmocka_unit_test(test_streamed_prompts_fan_in),
+      cmocka_unit_test(test_abort_reaches_every_choice),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
