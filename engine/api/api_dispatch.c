@@ -56,18 +56,20 @@ static unsigned fan_in(const ApiStream *s, Buf *out) {
 }
 
 // Formats ev for its choice (the dispatcher's state only). Returns the whole answer's status
-// when this event ends the answer, else 0.
-static unsigned format_event(ApiHub *h, ApiChoice *c, const TokenEvent *ev) {
+// when this event ends the answer, else 0; *stopped when a stop string ended the choice before
+// its engine request did (which must then be aborted).
+static unsigned format_event(ApiHub *h, ApiChoice *c, const TokenEvent *ev, bool *stopped) {
   ApiStream *s = c->stream;
-  if (s->ended) return 0;
+  if (s->ended || c->out.done) return 0;
   unsigned status = api_output_event(&c->out, ev, &h->scratch);
-  if (ev->finish == FINISH_NONE) return 0;
+  if (!c->out.done) return 0;
+  *stopped = ev->finish == FINISH_NONE;
   c->num_prompt_tokens = ev->num_prompt_tokens;
   c->num_output_tokens = ev->num_output_tokens;
-  bool all = ++s->num_finished == s->num_choices;
-  if (ev->finish != FINISH_ABORT && !all) return 0;
+  bool all = ++s->num_finished == s->num_choices, aborted = c->out.finish == FINISH_ABORT;
+  if (!aborted && !all) return 0;
   s->ended = true;
-  return ev->finish == FINISH_ABORT || s->num_choices == 1 ? status : fan_in(s, &h->scratch);
+  return aborted || s->num_choices == 1 ? status : fan_in(s, &h->scratch);
 }
 
 static void dispatch(ApiHub *h, const TokenEvent *ev) {
@@ -83,7 +85,8 @@ static void dispatch(ApiHub *h, const TokenEvent *ev) {
   if (last) api_table_remove(&h->table, ev->request_id);
   pthread_mutex_unlock(&h->mu);
   buf_clear(&h->scratch);
-  unsigned status = closed ? 0 : format_event(h, c, ev);
+  bool stopped = false;
+  unsigned status = closed ? 0 : format_event(h, c, ev, &stopped);
   bool ended = status != 0;
 
   pthread_mutex_lock(&h->mu);
@@ -104,6 +107,7 @@ static void dispatch(ApiHub *h, const TokenEvent *ev) {
   bool free_now = s->engine_done && s->conn_done;
   uint64_t ids[API_MAX_CHOICES];
   int num_ids = ev->finish == FINISH_ABORT ? live_ids(s, ids) : 0;  // one aborted: all are
+  if (stopped && !c->engine_done) ids[num_ids++] = c->id;
   pthread_mutex_unlock(&h->mu);
   if (resume) MHD_resume_connection(resume);
   abort_ids(h, ids, num_ids);

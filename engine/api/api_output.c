@@ -14,6 +14,7 @@ void api_output_init(ApiOutput *o, const ApiOutputInfo *info) {
   *o = (ApiOutput){.info = *info};
   harmony_parser_init(&o->parser);
   api_logprobs_init(&o->logprobs, info->chat, info->num_top_logprobs, info->t);
+  api_stop_init(&o->stop, info->stop, info->num_stop, info->include_stop_str_in_output);
   if (!info->stream) return;
   cJSON *model = cJSON_CreateString(info->model);
   char *model_json = cJSON_PrintUnformatted(model);
@@ -35,6 +36,8 @@ void api_output_free(ApiOutput *o) {
   buf_free(&o->reasoning);
   token_ids_free(&o->output_ids);
   api_logprobs_free(&o->logprobs);
+  api_stop_free(&o->stop);
+  buf_free(&o->stop_text);
 }
 
 // s[0..n) as a JSON string (api_json.c).
@@ -44,19 +47,62 @@ static const char *finish_name(FinishReason f) {
   return f == FINISH_STOP ? "stop" : f == FINISH_LENGTH ? "length" : NULL;
 }
 
-// The text ev adds, into o->delta; true when it belongs to reasoning_content.
+// The text ev adds, into o->delta; true when it belongs to reasoning_content. The token that
+// finished a request with FINISH_STOP adds no text (as vLLM leaves a stop token's text out).
 static bool event_text(ApiOutput *o, const TokenEvent *ev) {
   buf_clear(&o->delta);
   bool last = ev->finish != FINISH_NONE;
+  bool shown = ev->has_token && ev->finish != FINISH_STOP;
   if (o->info.chat) {
-    if (ev->has_token) harmony_parser_push(&o->parser, o->info.t, ev->token_id, &o->delta);
+    if (shown) harmony_parser_push(&o->parser, o->info.t, ev->token_id, &o->delta);
     if (last) stream_decoder_flush(&o->parser.decoder, &o->delta);
     return strcmp(o->parser.channel, "analysis") == 0;
   }
-  if (ev->has_token && !tok_is_special(o->info.t, ev->token_id))
+  if (shown && !tok_is_special(o->info.t, ev->token_id))
     stream_decoder_push(&o->decoder, o->info.t, ev->token_id, &o->delta);
   if (last) stream_decoder_flush(&o->decoder, &o->delta);
   return false;
+}
+
+// event_text, then the stop strings on the answer's text (completions' text, chat's content):
+// o->delta keeps what can be shown now; a match ends the choice (o->done, FINISH_STOP).
+static bool choice_text(ApiOutput *o, const TokenEvent *ev) {
+  bool reasoning = event_text(o, ev);
+  if (reasoning || !o->stop.num) return reasoning;
+  buf_clear(&o->stop_text);
+  if (api_stop_filter(&o->stop, o->delta.data, o->delta.len, &o->stop_text)) {
+    o->done = true;
+    o->finish = FINISH_STOP;
+  } else if (ev->finish != FINISH_NONE) {
+    api_stop_flush(&o->stop, &o->stop_text);
+  }
+  Buf shown = o->stop_text;
+  o->stop_text = o->delta;
+  o->delta = shown;
+  return false;
+}
+
+// vLLM's stop_reason of a finished choice: the stop string, the id of a stop token other than
+// <|return|> (the tokenizer's eos), else null.
+static void stop_reason_json(const ApiOutput *o, Buf *out) {
+  if (o->stop.matched >= 0) {
+    const char *str = o->stop.strings[o->stop.matched];
+    api_json_string(out, str, strlen(str));
+  } else if (o->finish == FINISH_STOP && o->last_token_id != TOK_RETURN) {
+    buf_printf(out, "%u", o->last_token_id);
+  } else {
+    buf_append_str(out, "null");
+  }
+}
+
+// A chunk's finish_reason, and stop_reason once the choice is done.
+static void finish_fields(const ApiOutput *o, Buf *out) {
+  const char *finish = o->done ? finish_name(o->finish) : NULL;
+  buf_printf(out, ",\"finish_reason\":%s%s%s", finish ? "\"" : "", finish ? finish : "null",
+             finish ? "\"" : "");
+  if (!finish) return;
+  buf_append_str(out, ",\"stop_reason\":");
+  stop_reason_json(o, out);
 }
 
 static void begin_chunk(const ApiOutput *o, Buf *out) {
@@ -65,7 +111,7 @@ static void begin_chunk(const ApiOutput *o, Buf *out) {
 }
 
 static void token_chunk(ApiOutput *o, const TokenEvent *ev, Buf *out) {
-  bool reasoning = event_text(o, ev);
+  bool reasoning = choice_text(o, ev);
   begin_chunk(o, out);
   if (o->info.chat) {
     buf_printf(out,
@@ -84,9 +130,8 @@ static void token_chunk(ApiOutput *o, const TokenEvent *ev, Buf *out) {
   buf_append_str(out, ",\"logprobs\":");
   if (o->info.logprobs) api_logprobs_chunk(&o->logprobs, ev, out);
   else buf_append_str(out, "null");
-  const char *finish = finish_name(ev->finish);
-  buf_printf(out, ",\"finish_reason\":%s%s%s}]}\n\n", finish ? "\"" : "",
-             finish ? finish : "null", finish ? "\"" : "");
+  finish_fields(o, out);
+  buf_append_str(out, "}]}\n\n");
 }
 
 // The body that tells a client its request was aborted (the server is stopping).
@@ -114,7 +159,7 @@ static void stream_event(ApiOutput *o, const TokenEvent *ev, Buf *out) {
     o->sent_role = true;
   }
   token_chunk(o, ev, out);
-  if (ev->finish == FINISH_NONE || o->info.one_of_many) return;
+  if (!o->done || o->info.one_of_many) return;
   api_output_stream_end(o, ev->num_prompt_tokens, ev->num_output_tokens, out);
 }
 
@@ -172,6 +217,10 @@ static cJSON *choice_json(const ApiOutput *o) {
     cJSON_AddNullToObject(choice, "logprobs");
   }
   cJSON_AddStringToObject(choice, "finish_reason", finish_name(o->finish));
+  Buf stop_reason = {0};
+  stop_reason_json(o, &stop_reason);
+  cJSON_AddItemToObject(choice, "stop_reason", cJSON_CreateRaw(stop_reason.data));
+  buf_free(&stop_reason);
   return choice;
 }
 
@@ -211,20 +260,25 @@ static unsigned aborted_whole(Buf *out) {
 }
 
 unsigned api_output_event(ApiOutput *o, const TokenEvent *ev, Buf *out) {
-  if (ev->finish != FINISH_NONE) o->finish = ev->finish;
+  if (o->done) return 200;  // a stop string ended it: the rest is dropped
+  if (ev->finish != FINISH_NONE) {
+    o->done = true;
+    o->finish = ev->finish;
+  }
+  if (ev->has_token) o->last_token_id = ev->token_id;
   if (o->info.stream) {
     stream_event(o, ev, out);
     return 200;
   }
   bool aborted = ev->finish == FINISH_ABORT;
   if (!aborted) {
-    bool reasoning = event_text(o, ev);
+    bool reasoning = choice_text(o, ev);
     Buf *to = reasoning ? &o->reasoning : &o->content;
     buf_append(to, o->delta.data, o->delta.len);
     if (ev->has_token && o->info.return_token_ids) token_ids_push(&o->output_ids, ev->token_id);
     if (o->info.logprobs) api_logprobs_add(&o->logprobs, ev);
   }
-  if (ev->finish == FINISH_NONE || (o->info.one_of_many && !aborted)) return 200;
+  if (!o->done || (o->info.one_of_many && !aborted)) return 200;
   if (aborted) return aborted_whole(out);
   const ApiOutput *self = o;
   api_output_whole(&self, 1, ev->num_prompt_tokens, ev->num_output_tokens, out);

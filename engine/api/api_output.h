@@ -4,7 +4,8 @@
 // Text is detokenized incrementally and UTF-8-safe; special tokens never show as text; for chat,
 // a HarmonyParser splits the output: the analysis channel goes to reasoning_content, every other
 // channel to content (as vLLM does for GPT-OSS). Logprobs, when asked for, are api_logprobs.c's.
-// Knows nothing of threads or sockets.
+// Stop strings (api_stop.c) end a choice early: FINISH_STOP, vLLM's stop_reason the string; the
+// caller aborts its engine request. Knows nothing of threads or sockets.
 #ifndef GE_API_API_OUTPUT_H
 #define GE_API_API_OUTPUT_H
 
@@ -12,6 +13,7 @@
 #include <stdint.h>
 
 #include "api/api_logprobs.h"
+#include "api/api_stop.h"
 #include "common/buf.h"
 #include "core/engine.h"
 #include "text/harmony.h"
@@ -28,6 +30,9 @@ typedef struct {
   bool return_token_ids;  // each choice also lists its generated ids (vLLM's "token_ids")
   bool logprobs;          // each choice carries "logprobs" (api_logprobs.c), else null
   int num_top_logprobs;   // chat: top_logprobs; completions: logprobs
+  const char *const *stop;  // [num_stop] stop strings (copied by api_output_init)
+  size_t num_stop;
+  bool include_stop_str_in_output;
   int index;            // the choice's index in the answer
   bool one_of_many;     // one choice of several (n > 1, a list of prompts): its last event
                         // writes no usage chunk, [DONE] or body; api_fanout.c does, once
@@ -47,7 +52,11 @@ typedef struct {
   TokenIds output_ids;     // whole answers with return_token_ids: the ids so far
   ApiLogprobs logprobs;    // with info.logprobs
   bool sent_role;
-  FinishReason finish;     // the last event's
+  ApiStop stop;            // the stop strings, on completions' text and chat's content
+  Buf stop_text;
+  bool done;               // the last event came, or a stop string matched: nothing more
+  FinishReason finish;     // why it is done
+  uint32_t last_token_id;  // the latest token taken
 } ApiOutput;
 
 void api_output_init(ApiOutput *o, const ApiOutputInfo *info);

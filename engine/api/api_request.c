@@ -49,13 +49,27 @@ static bool check_model(const cJSON *req, const char *served, ApiError *err) {
   return true;
 }
 
-// Stop strings are not implemented yet: refused rather than silently ignored.
-static bool check_unsupported(const cJSON *req, ApiError *err) {
+// stop: a string or a list of strings (an empty string or list: none), owned copies in r.
+static bool parse_stop(const cJSON *req, ApiRequest *r, ApiError *err) {
   const cJSON *stop = cJSON_GetObjectItemCaseSensitive(req, "stop");
-  bool no_stop = absent(stop) || (cJSON_IsString(stop) && stop->valuestring[0] == '\0') ||
-                 (cJSON_IsArray(stop) && cJSON_GetArraySize(stop) == 0);
-  if (!no_stop) return api_error(err, 400, "stop", "stop strings are not supported");
-  return true;
+  if (absent(stop)) return true;
+  bool one = cJSON_IsString(stop);
+  if (!one && !cJSON_IsArray(stop))
+    return api_error(err, 400, "stop", "stop must be a string or a list of strings");
+  size_t n = one ? 1 : (size_t)cJSON_GetArraySize(stop);
+  if (n > API_MAX_STOP)
+    return api_error(err, 400, "stop", "stop holds %zu strings; at most %d are supported", n,
+                     API_MAX_STOP);
+  r->stop = n ? xcalloc(n, sizeof *r->stop) : NULL;
+  for (const cJSON *s = one ? stop : stop->child; s; s = one ? NULL : s->next) {
+    if (!cJSON_IsString(s)) return api_error(err, 400, "stop", "stop must hold strings only");
+    if (!s->valuestring[0]) {
+      if (one) break;  // "stop": "" means none
+      return api_error(err, 400, "stop", "stop cannot contain an empty string.");
+    }
+    r->stop[r->num_stop++] = xstrdup(s->valuestring);
+  }
+  return get_bool(req, "include_stop_str_in_output", &r->include_stop_str_in_output, err);
 }
 
 static bool parse_sampling(const cJSON *req, bool chat, const ApiRequestContext *c, ApiRequest *r,
@@ -171,7 +185,7 @@ static bool parse_prompt(const cJSON *req, bool chat, const Tokenizer *t, ApiReq
 static bool parse_object(ApiRequest *r, const cJSON *req, const ApiRequestContext *c,
                          ApiError *err) {
   double max_tokens;
-  if (!check_model(req, c->model, err) || !check_unsupported(req, err) ||
+  if (!check_model(req, c->model, err) || !parse_stop(req, r, err) ||
       !api_refuse_unsupported(req, r->chat ? API_REFUSE_CHAT : API_REFUSE_COMPLETIONS, err) ||
       !parse_sampling(req, r->chat, c, r, &max_tokens, err) ||
       !api_sampling_parse(req, c->t, r, err) || !parse_stream(req, r, err) ||
@@ -247,6 +261,10 @@ void api_request_free(ApiRequest *r) {
     token_ids_free(&r->more_prompts[i]);
   free(r->more_prompts);
   r->more_prompts = NULL;
+  for (size_t i = 0; i < r->num_stop; i++) free(r->stop[i]);
+  free(r->stop);
+  r->stop = NULL;
+  r->num_stop = 0;
   token_ids_free(&r->stop_token_ids);
   free(r->logit_bias);
   r->logit_bias = NULL;

@@ -33,6 +33,9 @@ typedef struct {
   int n;                  // choices per prompt (>= 1); the answer has num_prompts * n choices
   int max_tokens_given;   // 0: each prompt gets what max_model_len leaves it
   int max_model_len;
+  char **stop;            // owned [num_stop]: stop strings, none empty
+  size_t num_stop;
+  bool include_stop_str_in_output;
   SamplerBias *logit_bias;  // owned [num_logit_bias]; params.logit_bias points to it
   size_t num_logit_bias;
   TokenIds stop_token_ids;  // owned; params.stop_token_ids points into it
@@ -42,12 +45,16 @@ typedef struct {
 // Parses body[len]. Fields: model, max_tokens (chat: max_completion_tokens first), temperature,
 // top_p, top_k, seed, stream, stream_options.include_usage, ignore_eos, return_token_ids, the
 // penalties, min_tokens, logit_bias, stop_token_ids and logprobs (api_sampling.c); chat:
-// messages, reasoning_effort; n; completions: prompt (text, token ids, or a list of those). Stop
-// strings are refused, and so is every field api_refuse.c lists; fields that do
+// messages, reasoning_effort; n; completions: prompt (text, token ids, or a list of those). stop
+// (strings, applied by api_output) and include_stop_str_in_output. Every field api_refuse.c
+// lists is refused; fields that do
 // not change the output are ignored. False with err.
 bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, const char *body,
                        size_t len, ApiError *err);
 void api_request_free(ApiRequest *r);
+
+// Stop strings in one request at most.
+enum { API_MAX_STOP = 64 };
 
 // The engine request of choice index c (prompt c / n, as vLLM indexes completions choices): r's
 // params with that prompt and its max_tokens, and, as vLLM's parallel sampling seeds children,

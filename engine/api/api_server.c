@@ -150,6 +150,9 @@ static void prepare(ApiServer *s, ApiCall *c) {
                         .return_token_ids = r.return_token_ids,
                         .logprobs = r.params.logprobs,
                         .num_top_logprobs = r.params.num_top_logprobs,
+                        .stop = (const char *const *)r.stop,
+                        .num_stop = r.num_stop,
+                        .include_stop_str_in_output = r.include_stop_str_in_output,
                         .created = (int64_t)time(NULL),
                         .model = s->o.served_model_name,
                         .t = s->t};

@@ -3,7 +3,9 @@
 // logprobs fields into EngineRequestParams with vLLM's ranges and error messages, refuses every
 // field that would change the output and is not implemented (400 naming it) and accepts those
 // that change nothing; api_output writes logprobs in OpenAI's chat and completions shapes, whole
-// and streamed, from hand-made token events; n > 1 and lists of prompts fan out to one engine
+// and streamed, from hand-made token events; stop strings held back while they may still match,
+// cut before the match (or after it with include_stop_str_in_output), finish_reason "stop" and
+// stop_reason the string, the engine request aborted; n > 1 and lists of prompts fan out to one engine
 // request per choice (seeds, prompts, indices as vLLM's) and back into one answer through the
 // dispatcher and the engine double (fake_engine.h), aborts reaching every choice.
 #include <setjmp.h>
@@ -21,6 +23,7 @@
 #include "api/api_dispatch.h"
 #include "api/api_output.h"
 #include "api/api_request.h"
+#include "api/api_stop.h"
 #include "fake_engine.h"
 
 static Tokenizer tokenizer;
@@ -178,7 +181,6 @@ static void test_unsupported_fields_are_refused(void **state) {
       {false, "\"prompt_logprobs\":1", "prompt_logprobs"},
       {false, "\"allowed_token_ids\":[1,2]", "allowed_token_ids"},
       {false, "\"bad_words\":[\"x\"]", "bad_words"},
-      {false, "\"include_stop_str_in_output\":true", "include_stop_str_in_output"},
       {false, "\"skip_special_tokens\":false", "skip_special_tokens"},
       {false, "\"truncate_prompt_tokens\":5", "truncate_prompt_tokens"},
       {false, "\"return_tokens_as_token_ids\":true", "return_tokens_as_token_ids"},
@@ -424,7 +426,8 @@ static ApiStream *answer(Hub *h, bool chat, const char *body, Buf *bytes) {
   size_t num = r.num_prompts * (size_t)r.n;
   for (size_t c = 0; c < num; c++) params[c] = api_request_choice(&r, c);
   ApiOutputInfo info = {.chat = chat, .stream = r.stream, .include_usage = r.include_usage,
-                        .model = "m", .t = &tokenizer};
+                        .model = "m", .t = &tokenizer, .stop = (const char *const *)r.stop,
+                        .num_stop = r.num_stop};
   ApiStream *s = api_hub_submit(&h->hub, params, (int)num, r.n, info, NULL, &err);
   assert_non_null(s);
   api_request_free(&r);
@@ -555,6 +558,115 @@ static void test_abort_reaches_every_choice(void **state) {
   hub_stop(&h);
 }
 
+// ---- stop strings ---------------------------------------------------------------------------
+
+// Text arrives in pieces: a piece that may begin a stop string is held back until it cannot
+// (then shown whole) or matches (then cut before the match); the earliest match wins.
+static void test_stop_strings_hold_back_and_cut(void **state) {
+  (void)state;
+  const char *stops[] = {"END", "xyz"};
+  ApiStop st;
+  api_stop_init(&st, stops, 2, false);
+  Buf out = {0};
+  assert_false(api_stop_filter(&st, "hello E", 7, &out));
+  assert_string_equal(out.data, "hello ");  // "E" may start "END"
+  assert_false(api_stop_filter(&st, "Nx", 2, &out));
+  assert_string_equal(out.data, "hello EN");  // "ENx" is no start of a stop: only "x" waits
+  assert_false(api_stop_filter(&st, "y", 1, &out));
+  assert_string_equal(out.data, "hello EN");
+  assert_true(api_stop_filter(&st, "zEND tail", 9, &out));  // "xyz" comes before "END"
+  assert_string_equal(out.data, "hello EN");
+  assert_int_equal(st.matched, 1);
+  assert_true(api_stop_filter(&st, "more", 4, &out));  // after a match nothing more
+  assert_string_equal(out.data, "hello EN");
+  api_stop_free(&st);
+  // include_stop_str_in_output keeps the match; the end flushes what was held back
+  api_stop_init(&st, stops, 2, true);
+  buf_clear(&out);
+  assert_true(api_stop_filter(&st, "a ENDb", 6, &out));
+  assert_string_equal(out.data, "a END");
+  api_stop_free(&st);
+  api_stop_init(&st, stops, 2, false);
+  buf_clear(&out);
+  assert_false(api_stop_filter(&st, "ab EN", 5, &out));
+  api_stop_flush(&st, &out);
+  assert_string_equal(out.data, "ab EN");
+  api_stop_free(&st);
+  buf_free(&out);
+}
+
+// Through the output: a whole completion cut before " world" with finish_reason "stop" and
+// stop_reason the string; completion tokens are those generated up to the match.
+static void test_stop_string_ends_the_choice(void **state) {
+  (void)state;
+  const char *stops[] = {" wor"};
+  ApiOutputInfo info = {.request_id = 1, .model = "m", .t = &tokenizer, .stop = stops,
+                        .num_stop = 1};
+  ApiOutput o;
+  api_output_init(&o, &info);
+  Buf out = {0};
+  TokenEvent a = {.request_id = 1, .has_token = true, .token_id = id_of("Hello"),
+                  .num_prompt_tokens = 2, .num_output_tokens = 1};
+  TokenEvent b = a;
+  b.token_id = id_of(" world");
+  b.num_output_tokens = 2;
+  api_output_event(&o, &a, &out);
+  assert_int_equal(out.len, 0);
+  assert_false(o.done);
+  api_output_event(&o, &b, &out);
+  assert_true(o.done);
+  cJSON *body = cJSON_Parse(out.data);
+  assert_non_null(body);
+  assert_string_equal(get(body, "choices", "0", "text", NULL)->valuestring, "Hello");
+  assert_string_equal(get(body, "choices", "0", "finish_reason", NULL)->valuestring, "stop");
+  assert_string_equal(get(body, "choices", "0", "stop_reason", NULL)->valuestring, " wor");
+  assert_int_equal(get(body, "usage", "completion_tokens", NULL)->valueint, 2);
+  cJSON_Delete(body);
+  size_t len = out.len;
+  TokenEvent end = {.request_id = 1, .finish = FINISH_ABORT};  // the engine's answer to the abort
+  api_output_event(&o, &end, &out);
+  assert_int_equal(out.len, len);  // ignored
+  api_output_free(&o);
+  buf_free(&out);
+  ApiRequest r;
+  ApiError err;
+  assert_true(parse(false, "{\"prompt\":\"x\",\"stop\":\"\"}", &r, &err));
+  assert_int_equal(r.num_stop, 0);
+  api_request_free(&r);
+  assert_true(parse(true,
+                    "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[\"a\",\"bc\"],"
+                    "\"include_stop_str_in_output\":true}",
+                    &r, &err));
+  assert_int_equal(r.num_stop, 2);
+  assert_string_equal(r.stop[1], "bc");
+  assert_true(r.include_stop_str_in_output);
+  api_request_free(&r);
+  const FieldCase cases[] = {
+      {false, "\"stop\":[\"a\",\"\"]", "stop"},
+      {false, "\"stop\":[1]", "stop"},
+      {false, "\"stop\":{}", "stop"},
+  };
+  check_cases(cases, sizeof cases / sizeof *cases);
+}
+
+// A stop string in a stream ends the choice: the dispatcher aborts its engine request and the
+// answer ends at once with finish_reason "stop" (the engine's abort event is not an error).
+static void test_stop_string_aborts_the_request(void **state) {
+  (void)state;
+  Hub h;
+  hub_start(&h);
+  Buf bytes = {0};
+  ApiStream *s = answer(&h, false, "{\"prompt\":[1],\"stream\":true,\"stop\":\"ell\"}", &bytes);
+  assert_true(fake_wait_aborted(&h.fake, s->choices[0].id, 1000));
+  assert_non_null(strstr(bytes.data, "\"finish_reason\":\"stop\",\"stop_reason\":\"ell\""));
+  assert_null(strstr(bytes.data, "error"));
+  assert_null(strstr(bytes.data, "Hello"));
+  assert_non_null(strstr(bytes.data, "\"text\":\"H\""));
+  api_hub_close(&h.hub, s);
+  buf_free(&bytes);
+  hub_stop(&h);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sampling_fields_reach_the_engine),
@@ -567,6 +679,9 @@ int main(void) {
       cmocka_unit_test(test_n_choices_fan_in),
       cmocka_unit_test(test_streamed_prompts_fan_in),
       cmocka_unit_test(test_abort_reaches_every_choice),
+      cmocka_unit_test(test_stop_strings_hold_back_and_cut),
+      cmocka_unit_test(test_stop_string_ends_the_choice),
+      cmocka_unit_test(test_stop_string_aborts_the_request),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
