@@ -164,6 +164,10 @@ ApiStream *api_hub_submit(ApiHub *h, const EngineRequestParams *params, int num_
     one.request_id = s->choices[0].id;
     one.index = i;
     one.one_of_many = num_choices > 1;
+    if (info.echo_ids) {  // each choice echoes its own prompt
+      one.echo_ids = params[i].prompt_ids;
+      one.num_echo_ids = params[i].num_prompt_ids;
+    }
     api_output_init(&c->out, &one);
   }
   s->id = s->choices[0].id;

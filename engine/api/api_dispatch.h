@@ -77,7 +77,8 @@ typedef struct {
 bool api_hub_start(ApiHub *h, const ApiEngine *engine);
 
 // Submits params [num_choices] (choice index order; n per prompt) and registers one stream for
-// them on conn (info.request_id, index and one_of_many are filled in here). NULL with err: 400
+// them on conn (info.request_id, index and one_of_many are filled in here; with echo_ids set,
+// each choice echoes its own prompt). NULL with err: 400
 // with the engine's message when it refuses one (the others are aborted), 503 once stopping.
 ApiStream *api_hub_submit(ApiHub *h, const EngineRequestParams *params, int num_choices, int n,
                           ApiOutputInfo info, struct MHD_Connection *conn, ApiError *err);

@@ -15,6 +15,13 @@ void api_output_init(ApiOutput *o, const ApiOutputInfo *info) {
   harmony_parser_init(&o->parser);
   api_logprobs_init(&o->logprobs, info->chat, info->num_top_logprobs, info->t);
   api_stop_init(&o->stop, info->stop, info->num_stop, info->include_stop_str_in_output);
+  if (info->echo_ids) {
+    TokenIds plain = {0};  // the prompt's text, special tokens left out as in the output
+    for (size_t i = 0; i < info->num_echo_ids; i++)
+      if (!tok_is_special(info->t, info->echo_ids[i])) token_ids_push(&plain, info->echo_ids[i]);
+    stream_decoder_decode_all(info->t, plain.data, plain.len, &o->echo);
+    token_ids_free(&plain);
+  }
   if (!info->stream) return;
   cJSON *model = cJSON_CreateString(info->model);
   char *model_json = cJSON_PrintUnformatted(model);
@@ -38,6 +45,7 @@ void api_output_free(ApiOutput *o) {
   api_logprobs_free(&o->logprobs);
   api_stop_free(&o->stop);
   buf_free(&o->stop_text);
+  buf_free(&o->echo);
 }
 
 // s[0..n) as a JSON string (api_json.c).
@@ -66,11 +74,16 @@ static bool event_text(ApiOutput *o, const TokenEvent *ev) {
 
 // event_text, then the stop strings on the answer's text (completions' text, chat's content):
 // o->delta keeps what can be shown now; a match ends the choice (o->done, FINISH_STOP).
+// With echo, the first event's text starts with the prompt's.
 static bool choice_text(ApiOutput *o, const TokenEvent *ev) {
   bool reasoning = event_text(o, ev);
-  if (reasoning || !o->stop.num) return reasoning;
+  if (reasoning || (!o->stop.num && !o->echo.len)) return reasoning;
   buf_clear(&o->stop_text);
-  if (api_stop_filter(&o->stop, o->delta.data, o->delta.len, &o->stop_text)) {
+  buf_append(&o->stop_text, o->echo.data, o->echo.len);
+  buf_free(&o->echo);
+  if (!o->stop.num) {
+    buf_append(&o->stop_text, o->delta.data, o->delta.len);
+  } else if (api_stop_filter(&o->stop, o->delta.data, o->delta.len, &o->stop_text)) {
     o->done = true;
     o->finish = FINISH_STOP;
   } else if (ev->finish != FINISH_NONE) {
@@ -110,6 +123,24 @@ static void begin_chunk(const ApiOutput *o, Buf *out) {
   buf_append(out, o->prefix.data, o->prefix.len);
 }
 
+// The usage written after every chunk's choices with continuous_usage_stats (this choice's
+// tokens so far).
+static void usage_fields(Buf *out, uint64_t num_prompt_tokens, uint64_t num_output_tokens) {
+  buf_printf(out,
+             "\"usage\":{\"prompt_tokens\":%llu,\"total_tokens\":%llu,"
+             "\"completion_tokens\":%llu}",
+             (unsigned long long)num_prompt_tokens,
+             (unsigned long long)(num_prompt_tokens + num_output_tokens),
+             (unsigned long long)num_output_tokens);
+}
+
+static void continuous_usage(const ApiOutput *o, uint64_t num_prompt_tokens,
+                             uint64_t num_output_tokens, Buf *out) {
+  if (!o->info.continuous_usage) return;
+  buf_append_byte(out, ',');
+  usage_fields(out, num_prompt_tokens, num_output_tokens);
+}
+
 static void token_chunk(ApiOutput *o, const TokenEvent *ev, Buf *out) {
   bool reasoning = choice_text(o, ev);
   begin_chunk(o, out);
@@ -131,7 +162,9 @@ static void token_chunk(ApiOutput *o, const TokenEvent *ev, Buf *out) {
   if (o->info.logprobs) api_logprobs_chunk(&o->logprobs, ev, out);
   else buf_append_str(out, "null");
   finish_fields(o, out);
-  buf_append_str(out, "}]}\n\n");
+  buf_append_str(out, "}]");
+  continuous_usage(o, ev->num_prompt_tokens, ev->num_output_tokens, out);
+  buf_append_str(out, "}\n\n");
 }
 
 // The body that tells a client its request was aborted (the server is stopping).
@@ -154,8 +187,10 @@ static void stream_event(ApiOutput *o, const TokenEvent *ev, Buf *out) {
     begin_chunk(o, out);
     buf_printf(out,
                "[{\"index\":%d,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
-               "\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+               "\"logprobs\":null,\"finish_reason\":null}]",
                o->info.index);
+    continuous_usage(o, ev->num_prompt_tokens, 0, out);
+    buf_append_str(out, "}\n\n");
     o->sent_role = true;
   }
   token_chunk(o, ev, out);
@@ -167,12 +202,9 @@ void api_output_stream_end(const ApiOutput *o, uint64_t num_prompt_tokens,
                            uint64_t num_output_tokens, Buf *out) {
   if (o->info.include_usage) {
     begin_chunk(o, out);
-    buf_printf(out,
-               "[],\"usage\":{\"prompt_tokens\":%llu,\"total_tokens\":%llu,"
-               "\"completion_tokens\":%llu}}\n\n",
-               (unsigned long long)num_prompt_tokens,
-               (unsigned long long)(num_prompt_tokens + num_output_tokens),
-               (unsigned long long)num_output_tokens);
+    buf_append_str(out, "[],");
+    usage_fields(out, num_prompt_tokens, num_output_tokens);
+    buf_append_str(out, "}\n\n");
   }
   buf_append_str(out, "data: [DONE]\n\n");
 }

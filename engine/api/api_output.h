@@ -27,12 +27,15 @@ typedef struct {
   bool chat;            // chat.completion(.chunk), else text_completion
   bool stream;          // SSE chunks, else one JSON body at the end
   bool include_usage;   // streams only: a usage chunk before [DONE]
+  bool continuous_usage;  // streams with include_usage: every chunk carries usage so far
   bool return_token_ids;  // each choice also lists its generated ids (vLLM's "token_ids")
   bool logprobs;          // each choice carries "logprobs" (api_logprobs.c), else null
   int num_top_logprobs;   // chat: top_logprobs; completions: logprobs
   const char *const *stop;  // [num_stop] stop strings (copied by api_output_init)
   size_t num_stop;
   bool include_stop_str_in_output;
+  const uint32_t *echo_ids;  // [num_echo_ids] completions' echo: the prompt, whose text the
+  size_t num_echo_ids;       // choice's text starts with (decoded by api_output_init)
   int index;            // the choice's index in the answer
   bool one_of_many;     // one choice of several (n > 1, a list of prompts): its last event
                         // writes no usage chunk, [DONE] or body; api_fanout.c does, once
@@ -54,6 +57,7 @@ typedef struct {
   bool sent_role;
   ApiStop stop;            // the stop strings, on completions' text and chat's content
   Buf stop_text;
+  Buf echo;                // the prompt's text, until the first event takes it
   bool done;               // the last event came, or a stop string matched: nothing more
   FinishReason finish;     // why it is done
   uint32_t last_token_id;  // the latest token taken

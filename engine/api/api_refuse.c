@@ -26,7 +26,6 @@ typedef struct {
 enum { CHAT = API_REFUSE_CHAT, CMPL = API_REFUSE_COMPLETIONS, BOTH = CHAT | CMPL };
 
 static const Refusal REFUSALS[] = {
-    {"echo", OFF_FALSE, CMPL, "not implemented yet"},
     {"best_of", OFF_ONE, BOTH, "vLLM V1 does not support best_of"},
     {"use_beam_search", OFF_FALSE, BOTH, "beam search is not implemented"},
     {"length_penalty", OFF_ONE, BOTH, "it applies to beam search, which is not implemented"},

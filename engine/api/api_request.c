@@ -114,9 +114,17 @@ static bool parse_stream(const cJSON *req, ApiRequest *r, ApiError *err) {
   if (!get_bool(options, "include_usage", &r->include_usage, err) ||
       !get_bool(options, "continuous_usage_stats", &continuous, err))
     return false;
-  if (continuous)
-    return api_error(err, 400, "stream_options.continuous_usage_stats",
-                     "stream_options.continuous_usage_stats is not supported yet");
+  r->continuous_usage = continuous && r->include_usage;  // vLLM needs both
+  return true;
+}
+
+// completions' echo; with logprobs it would need the prompt's logprobs, which are not computed.
+static bool parse_echo(const cJSON *req, ApiRequest *r, ApiError *err) {
+  if (r->chat) return true;  // chat's echo is refused (api_refuse.c)
+  if (!get_bool(req, "echo", &r->echo, err)) return false;
+  if (r->echo && r->params.logprobs)
+    return api_error(err, 400, "echo",
+                     "echo with logprobs needs the prompt's logprobs, which are not supported");
   return true;
 }
 
@@ -189,6 +197,7 @@ static bool parse_object(ApiRequest *r, const cJSON *req, const ApiRequestContex
       !api_refuse_unsupported(req, r->chat ? API_REFUSE_CHAT : API_REFUSE_COMPLETIONS, err) ||
       !parse_sampling(req, r->chat, c, r, &max_tokens, err) ||
       !api_sampling_parse(req, c->t, r, err) || !parse_stream(req, r, err) ||
+      !parse_echo(req, r, err) ||
       !parse_prompt(req, r->chat, c->t, r, err))
     return false;
   double n = 1;

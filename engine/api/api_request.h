@@ -26,6 +26,8 @@ typedef struct {
   bool chat;              // /v1/chat/completions (else /v1/completions)
   bool stream;            // answer as SSE chunks
   bool include_usage;     // stream_options.include_usage: a usage chunk before [DONE]
+  bool continuous_usage;  // stream_options.continuous_usage_stats (with include_usage)
+  bool echo;              // completions: the text starts with the prompt's
   bool return_token_ids;  // vLLM's extension: each choice also carries its "token_ids"
   TokenIds prompt;        // owned; params.prompt_ids points into it: the (first) prompt
   TokenIds *more_prompts;  // owned [num_prompts - 1]: completions' list of prompts, the others

@@ -147,6 +147,8 @@ static void prepare(ApiServer *s, ApiCall *c) {
   ApiOutputInfo info = {.chat = r.chat,
                         .stream = r.stream,
                         .include_usage = r.include_usage,
+                        .continuous_usage = r.continuous_usage,
+                        .echo_ids = r.echo ? r.prompt.data : NULL,
                         .return_token_ids = r.return_token_ids,
                         .logprobs = r.params.logprobs,
                         .num_top_logprobs = r.params.num_top_logprobs,

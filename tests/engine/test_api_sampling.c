@@ -5,7 +5,8 @@
 // that change nothing; api_output writes logprobs in OpenAI's chat and completions shapes, whole
 // and streamed, from hand-made token events; stop strings held back while they may still match,
 // cut before the match (or after it with include_stop_str_in_output), finish_reason "stop" and
-// stop_reason the string, the engine request aborted; n > 1 and lists of prompts fan out to one engine
+// stop_reason the string, the engine request aborted; echo prefixing each choice with its own
+// prompt's text; continuous_usage_stats putting usage on every chunk; n > 1 and lists of prompts fan out to one engine
 // request per choice (seeds, prompts, indices as vLLM's) and back into one answer through the
 // dispatcher and the engine double (fake_engine.h), aborts reaching every choice.
 #include <setjmp.h>
@@ -174,7 +175,7 @@ static void test_unsupported_fields_are_refused(void **state) {
   const FieldCase cases[] = {
       {false, "\"best_of\":2", "best_of"},
       {false, "\"suffix\":\"end\"", "suffix"},
-      {false, "\"echo\":true", "echo"},
+      {false, "\"echo\":true,\"logprobs\":1", "echo"},  // needs prompt logprobs
       {true, "\"echo\":true", "echo"},
       {false, "\"use_beam_search\":true", "use_beam_search"},
       {false, "\"min_p\":0.1", "min_p"},
@@ -198,8 +199,6 @@ static void test_unsupported_fields_are_refused(void **state) {
       {true, "\"continue_final_message\":true", "continue_final_message"},
       {true, "\"add_generation_prompt\":false", "add_generation_prompt"},
       {true, "\"chat_template\":\"{{x}}\"", "chat_template"},
-      {true, "\"stream\":true,\"stream_options\":{\"continuous_usage_stats\":true}",
-       "stream_options.continuous_usage_stats"},
       {false, "\"best_of\":1,\"echo\":false,\"suffix\":null,\"min_p\":0,\"user\":\"u\"", NULL},
       {true, "\"response_format\":{\"type\":\"text\"},\"metadata\":{\"a\":\"b\"},\"store\":false,"
              "\"service_tier\":\"auto\",\"skip_special_tokens\":true,\"add_generation_prompt\":true",
@@ -667,6 +666,76 @@ static void test_stop_string_aborts_the_request(void **state) {
   hub_stop(&h);
 }
 
+// ---- echo and continuous usage --------------------------------------------------------------
+
+// Two prompts x n = 1 with echo: each choice's text starts with its own prompt's text.
+static void test_echo_prefixes_each_prompt(void **state) {
+  (void)state;
+  Hub h;
+  hub_start(&h);
+  Buf bytes = {0};
+  ApiRequest r;
+  ApiError err;
+  assert_true(parse(false, "{\"prompt\":[\"Say:\",\"Bye\"],\"echo\":true,\"max_tokens\":2}", &r,
+                    &err));
+  assert_true(r.echo);
+  EngineRequestParams params[2] = {api_request_choice(&r, 0), api_request_choice(&r, 1)};
+  ApiOutputInfo info = {.model = "m", .t = &tokenizer, .echo_ids = r.prompt.data};
+  ApiStream *s = api_hub_submit(&h.hub, params, 2, 1, info, NULL, &err);
+  assert_non_null(s);
+  api_request_free(&r);
+  for (bool done = false; !done;) {
+    pthread_mutex_lock(&h.hub.mu);
+    done = s->finished;
+    if (done) buf_append(&bytes, s->bytes.data, s->bytes.len);
+    pthread_mutex_unlock(&h.hub.mu);
+    if (!done) clock_sleep_until_ns(clock_now_ns() + 1000000);
+  }
+  api_hub_close(&h.hub, s);
+  cJSON *body = cJSON_Parse(bytes.data);
+  assert_string_equal(get(body, "choices", "0", "text", NULL)->valuestring, "Say:Hello world");
+  assert_string_equal(get(body, "choices", "1", "text", NULL)->valuestring, "ByeHello world");
+  cJSON_Delete(body);
+  buf_free(&bytes);
+  hub_stop(&h);
+}
+
+// continuous_usage_stats (with include_usage): every chunk carries the tokens so far.
+static void test_continuous_usage(void **state) {
+  (void)state;
+  ApiRequest r;
+  ApiError err;
+  assert_true(parse(false,
+                    "{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"include_usage\":"
+                    "true,\"continuous_usage_stats\":true}}",
+                    &r, &err));
+  assert_true(r.continuous_usage);
+  api_request_free(&r);
+  assert_true(parse(false,
+                    "{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{"
+                    "\"continuous_usage_stats\":true}}",
+                    &r, &err));
+  assert_false(r.continuous_usage);  // vLLM needs include_usage too
+  api_request_free(&r);
+  ApiOutputInfo info = {.stream = true, .include_usage = true, .continuous_usage = true,
+                        .request_id = 1, .model = "m", .t = &tokenizer};
+  ApiOutput o;
+  api_output_init(&o, &info);
+  Buf out = {0};
+  TokenEvent ev = {.request_id = 1, .has_token = true, .token_id = id_of("Hello"),
+                   .num_prompt_tokens = 4, .num_output_tokens = 1};
+  api_output_event(&o, &ev, &out);
+  *strstr(out.data, "\n\n") = '\0';
+  cJSON *chunk = cJSON_Parse(out.data + strlen("data: "));
+  assert_non_null(chunk);
+  assert_int_equal(get(chunk, "usage", "prompt_tokens", NULL)->valueint, 4);
+  assert_int_equal(get(chunk, "usage", "completion_tokens", NULL)->valueint, 1);
+  assert_int_equal(get(chunk, "usage", "total_tokens", NULL)->valueint, 5);
+  cJSON_Delete(chunk);
+  buf_free(&out);
+  api_output_free(&o);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sampling_fields_reach_the_engine),
@@ -682,6 +751,8 @@ int main(void) {
       cmocka_unit_test(test_stop_strings_hold_back_and_cut),
       cmocka_unit_test(test_stop_string_ends_the_choice),
       cmocka_unit_test(test_stop_string_aborts_the_request),
+      cmocka_unit_test(test_echo_prefixes_each_prompt),
+      cmocka_unit_test(test_continuous_usage),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
