@@ -26,8 +26,10 @@ static size_t token_text(ApiLogprobs *l, uint32_t id) {
   const uint8_t *s = tok_id_bytes(l->t, id, &n);
   for (size_t i = 0; s && i < n; code_points++) {
     int k = utf8_next(s + i, n - i);  // 0: an unfinished character, which ends the token
-    if (k > 0) buf_append(&l->text, (const char *)s + i, (size_t)k);
-    else buf_append_str(&l->text, UTF8_REPLACEMENT);
+    if (k > 0)
+      buf_append(&l->text, (const char *)s + i, (size_t)k);
+    else
+      buf_append_str(&l->text, UTF8_REPLACEMENT);
     i += k > 0 ? (size_t)k : k < 0 ? (size_t)-k : n - i;
   }
   return code_points;
@@ -127,8 +129,10 @@ void api_logprobs_add(ApiLogprobs *l, const TokenEvent *ev) {
   if (!ev->has_token || !ev->has_logprobs) return;
   int num_arrays = l->chat ? 1 : 4;
   for (int i = 0; i < num_arrays && l->num_tokens; i++) buf_append_byte(&l->items[i], ',');
-  if (l->chat) chat_entry(l, ev, &l->items[CHAT_CONTENT]);
-  else cmpl_items(l, ev, (Buf *[4]){&l->items[0], &l->items[1], &l->items[2], &l->items[3]});
+  if (l->chat)
+    chat_entry(l, ev, &l->items[CHAT_CONTENT]);
+  else
+    cmpl_items(l, ev, (Buf *[4]){&l->items[0], &l->items[1], &l->items[2], &l->items[3]});
   l->num_tokens++;
 }
 

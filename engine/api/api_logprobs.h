@@ -18,7 +18,7 @@
 
 typedef struct {
   bool chat;
-  int num_top;         // chat: top_logprobs; completions: logprobs
+  int num_top;  // chat: top_logprobs; completions: logprobs
   const Tokenizer *t;
   size_t text_offset;  // completions: code points of the token texts so far
   size_t num_tokens;   // whole answers: tokens collected

@@ -48,7 +48,6 @@ static const Refusal REFUSALS[] = {
     {"logits_processor_pattern", OFF_EMPTY, BOTH, "not implemented in this engine"},
     {"prediction", OFF_EMPTY, CHAT, "predicted outputs are not implemented"},
     {"audio", OFF_EMPTY, CHAT, "only text output is implemented"},
-    {"modalities", OFF_EMPTY, CHAT, "only text output is implemented"},
     {"web_search_options", OFF_EMPTY, CHAT, "web search is not implemented"},
     {"echo", OFF_FALSE, CHAT, "echoing the last message is not implemented"},
     {"add_generation_prompt", OFF_TRUE, CHAT,

@@ -40,8 +40,8 @@ static bool parse_penalties(const cJSON *req, SamplingParams *p, ApiError *err) 
     return api_error(err, 400, "presence_penalty", "presence_penalty must be in [-2, 2], got %g.",
                      presence);
   if (!(frequency >= -2 && frequency <= 2))
-    return api_error(err, 400, "frequency_penalty",
-                     "frequency_penalty must be in [-2, 2], got %g.", frequency);
+    return api_error(err, 400, "frequency_penalty", "frequency_penalty must be in [-2, 2], got %g.",
+                     frequency);
   if (!(repetition > 0))
     return api_error(err, 400, "repetition_penalty",
                      "repetition_penalty must be greater than zero, got %g.", repetition);

@@ -45,8 +45,8 @@ bool api_stop_filter(ApiStop *st, const char *text, size_t n, Buf *out) {
   for (size_t i = 0; i < st->num; i++) {
     const char *hit = memmem(p, len, st->strings[i], strlen(st->strings[i]));
     size_t pos = hit ? (size_t)(hit - p) : len;
-    if (hit && (pos < at || (pos == at && strlen(st->strings[i]) >
-                                              strlen(st->strings[st->matched]))))
+    if (hit &&
+        (pos < at || (pos == at && strlen(st->strings[i]) > strlen(st->strings[st->matched]))))
       at = pos, st->matched = (int)i;
   }
   if (st->matched >= 0) {

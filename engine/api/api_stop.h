@@ -13,9 +13,9 @@
 typedef struct {
   char **strings;  // [num] owned copies, none empty
   size_t num;
-  bool include;    // include_stop_str_in_output
-  Buf pending;     // text held back: it ends with a prefix of a stop string
-  int matched;     // index of the stop string that matched, -1 before
+  bool include;  // include_stop_str_in_output
+  Buf pending;   // text held back: it ends with a prefix of a stop string
+  int matched;   // index of the stop string that matched, -1 before
 } ApiStop;
 
 void api_stop_init(ApiStop *st, const char *const *strings, size_t num, bool include);

@@ -16,8 +16,8 @@ static bool has_penalties(const SamplingParams *p) {
 }
 
 bool sampler_needs_processing(const SamplingParams *p, const SamplerInputs *in) {
-  bool min_tokens = in->num_generated < (size_t)(p->min_tokens > 0 ? p->min_tokens : 0) &&
-                    in->num_stop_ids > 0;
+  bool min_tokens =
+      in->num_generated < (size_t)(p->min_tokens > 0 ? p->min_tokens : 0) && in->num_stop_ids > 0;
   return in->num_bias > 0 || min_tokens || has_penalties(p);
 }
 

@@ -6,9 +6,10 @@
 // and streamed, from hand-made token events; stop strings held back while they may still match,
 // cut before the match (or after it with include_stop_str_in_output), finish_reason "stop" and
 // stop_reason the string, the engine request aborted; echo prefixing each choice with its own
-// prompt's text; continuous_usage_stats putting usage on every chunk; n > 1 and lists of prompts fan out to one engine
-// request per choice (seeds, prompts, indices as vLLM's) and back into one answer through the
-// dispatcher and the engine double (fake_engine.h), aborts reaching every choice.
+// prompt's text; continuous_usage_stats putting usage on every chunk; n > 1 and lists of prompts
+// fan out to one engine request per choice (seeds, prompts, indices as vLLM's) and back into one
+// answer through the dispatcher and the engine double (fake_engine.h), aborts reaching every
+// choice.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -115,10 +116,10 @@ typedef struct {
 static void check_cases(const FieldCase *cases, size_t n) {
   for (size_t i = 0; i < n; i++) {
     char body[512];
-    snprintf(body, sizeof body, "{%s,%s}",
-             cases[i].chat ? "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]"
-                           : "\"prompt\":\"x\"",
-             cases[i].fields);
+    snprintf(
+        body, sizeof body, "{%s,%s}",
+        cases[i].chat ? "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]" : "\"prompt\":\"x\"",
+        cases[i].fields);
     ApiRequest r;
     ApiError err = {0};
     bool ok = parse(cases[i].chat, body, &r, &err);
@@ -160,8 +161,7 @@ static void test_sampling_field_errors(void **state) {
       {true, "\"top_logprobs\":2", "top_logprobs"},  // without logprobs true
       {true, "\"logprobs\":true,\"top_logprobs\":21", "top_logprobs"},
       {true, "\"logprobs\":true,\"top_logprobs\":-1", "top_logprobs"},
-      {false, "\"presence_penalty\":-2,\"frequency_penalty\":2,\"repetition_penalty\":0.01",
-       NULL},
+      {false, "\"presence_penalty\":-2,\"frequency_penalty\":2,\"repetition_penalty\":0.01", NULL},
       {false, "\"logit_bias\":{},\"stop_token_ids\":[],\"logprobs\":0,\"min_tokens\":0", NULL},
       {true, "\"logprobs\":false,\"top_logprobs\":0", NULL},
   };
@@ -200,8 +200,9 @@ static void test_unsupported_fields_are_refused(void **state) {
       {true, "\"add_generation_prompt\":false", "add_generation_prompt"},
       {true, "\"chat_template\":\"{{x}}\"", "chat_template"},
       {false, "\"best_of\":1,\"echo\":false,\"suffix\":null,\"min_p\":0,\"user\":\"u\"", NULL},
-      {true, "\"response_format\":{\"type\":\"text\"},\"metadata\":{\"a\":\"b\"},\"store\":false,"
-             "\"service_tier\":\"auto\",\"skip_special_tokens\":true,\"add_generation_prompt\":true",
+      {true,
+       "\"response_format\":{\"type\":\"text\"},\"metadata\":{\"a\":\"b\"},\"store\":false,"
+       "\"service_tier\":\"auto\",\"skip_special_tokens\":true,\"add_generation_prompt\":true",
        NULL},
   };
   check_cases(cases, sizeof cases / sizeof *cases);
@@ -221,8 +222,12 @@ static uint32_t id_of(const char *text) {
 // A token event with logprobs: the sampled id, its logprob, and a top list.
 static TokenEvent event(uint32_t id, float logprob, int num_top, const uint32_t *top_ids,
                         const float *top_logprobs, FinishReason finish) {
-  TokenEvent ev = {.request_id = 1, .has_token = true, .token_id = id, .finish = finish,
-                   .num_prompt_tokens = 3, .has_logprobs = true};
+  TokenEvent ev = {.request_id = 1,
+                   .has_token = true,
+                   .token_id = id,
+                   .finish = finish,
+                   .num_prompt_tokens = 3,
+                   .has_logprobs = true};
   ev.logprobs.logprob = logprob;
   ev.logprobs.num_top = num_top;
   for (int k = 0; k < num_top; k++) {
@@ -233,8 +238,12 @@ static TokenEvent event(uint32_t id, float logprob, int num_top, const uint32_t 
 }
 
 static cJSON *whole_answer(bool chat, int num_top, const TokenEvent *events, size_t n) {
-  ApiOutputInfo info = {.chat = chat, .logprobs = true, .num_top_logprobs = num_top,
-                        .request_id = 1, .model = "m", .t = &tokenizer};
+  ApiOutputInfo info = {.chat = chat,
+                        .logprobs = true,
+                        .num_top_logprobs = num_top,
+                        .request_id = 1,
+                        .model = "m",
+                        .t = &tokenizer};
   ApiOutput o;
   api_output_init(&o, &info);
   Buf out = {0};
@@ -322,8 +331,12 @@ static void test_streamed_logprobs(void **state) {
   uint32_t hello = id_of("Hello"), world = id_of(" world");
   const uint32_t top[] = {hello};
   const float top_lp[] = {-0.5f};
-  ApiOutputInfo info = {.stream = true, .logprobs = true, .num_top_logprobs = 1,
-                        .request_id = 1, .model = "m", .t = &tokenizer};
+  ApiOutputInfo info = {.stream = true,
+                        .logprobs = true,
+                        .num_top_logprobs = 1,
+                        .request_id = 1,
+                        .model = "m",
+                        .t = &tokenizer};
   ApiOutput o;
   api_output_init(&o, &info);
   Buf out = {0};
@@ -342,11 +355,10 @@ static void test_streamed_logprobs(void **state) {
   assert_string_equal(get(c0, "choices", "0", "logprobs", "tokens", "0", NULL)->valuestring,
                       "Hello");
   assert_int_equal(get(c1, "choices", "0", "logprobs", "text_offset", "0", NULL)->valueint, 5);
-  assert_float_equal(
-      get(c1, "choices", "0", "logprobs", "token_logprobs", "0", NULL)->valuedouble, -1.5, 1e-6);
-  assert_int_equal(cJSON_GetArraySize(get(c1, "choices", "0", "logprobs", "top_logprobs", "0",
-                                          NULL)),
-                   2);
+  assert_float_equal(get(c1, "choices", "0", "logprobs", "token_logprobs", "0", NULL)->valuedouble,
+                     -1.5, 1e-6);
+  assert_int_equal(
+      cJSON_GetArraySize(get(c1, "choices", "0", "logprobs", "top_logprobs", "0", NULL)), 2);
   cJSON_Delete(c0);
   cJSON_Delete(c1);
   buf_free(&out);
@@ -369,8 +381,8 @@ static void test_choices_of_prompts(void **state) {
   (void)state;
   ApiRequest r;
   ApiError err;
-  assert_true(parse(false, "{\"prompt\":[[1,2],\"Hello world\",[7]],\"n\":2,\"seed\":100}", &r,
-                    &err));
+  assert_true(
+      parse(false, "{\"prompt\":[[1,2],\"Hello world\",[7]],\"n\":2,\"seed\":100}", &r, &err));
   assert_int_equal(r.num_prompts, 3);
   assert_int_equal(r.n, 2);
   for (size_t c = 0; c < 6; c++) {
@@ -416,6 +428,17 @@ static void hub_stop(Hub *h) {
   fake_stop(&h->fake);
 }
 
+// Waits for s's last bytes and appends them to bytes.
+static void wait_finished(Hub *h, ApiStream *s, Buf *bytes) {
+  for (bool done = false; !done;) {
+    pthread_mutex_lock(&h->hub.mu);
+    done = s->finished;
+    if (done) buf_append(bytes, s->bytes.data, s->bytes.len);
+    pthread_mutex_unlock(&h->hub.mu);
+    if (!done) clock_sleep_until_ns(clock_now_ns() + 1000000);
+  }
+}
+
 // Submits body's choices and waits for the answer's last bytes; returns them (owned).
 static ApiStream *answer(Hub *h, bool chat, const char *body, Buf *bytes) {
   ApiRequest r;
@@ -424,19 +447,17 @@ static ApiStream *answer(Hub *h, bool chat, const char *body, Buf *bytes) {
   EngineRequestParams params[API_MAX_CHOICES];
   size_t num = r.num_prompts * (size_t)r.n;
   for (size_t c = 0; c < num; c++) params[c] = api_request_choice(&r, c);
-  ApiOutputInfo info = {.chat = chat, .stream = r.stream, .include_usage = r.include_usage,
-                        .model = "m", .t = &tokenizer, .stop = (const char *const *)r.stop,
+  ApiOutputInfo info = {.chat = chat,
+                        .stream = r.stream,
+                        .include_usage = r.include_usage,
+                        .model = "m",
+                        .t = &tokenizer,
+                        .stop = (const char *const *)r.stop,
                         .num_stop = r.num_stop};
   ApiStream *s = api_hub_submit(&h->hub, params, (int)num, r.n, info, NULL, &err);
   assert_non_null(s);
   api_request_free(&r);
-  for (bool done = false; !done;) {
-    pthread_mutex_lock(&h->hub.mu);
-    done = s->finished;
-    if (done) buf_append(bytes, s->bytes.data, s->bytes.len);
-    pthread_mutex_unlock(&h->hub.mu);
-    if (!done) clock_sleep_until_ns(clock_now_ns() + 1000000);
-  }
+  wait_finished(h, s, bytes);
   return s;
 }
 
@@ -599,13 +620,16 @@ static void test_stop_strings_hold_back_and_cut(void **state) {
 static void test_stop_string_ends_the_choice(void **state) {
   (void)state;
   const char *stops[] = {" wor"};
-  ApiOutputInfo info = {.request_id = 1, .model = "m", .t = &tokenizer, .stop = stops,
-                        .num_stop = 1};
+  ApiOutputInfo info = {
+      .request_id = 1, .model = "m", .t = &tokenizer, .stop = stops, .num_stop = 1};
   ApiOutput o;
   api_output_init(&o, &info);
   Buf out = {0};
-  TokenEvent a = {.request_id = 1, .has_token = true, .token_id = id_of("Hello"),
-                  .num_prompt_tokens = 2, .num_output_tokens = 1};
+  TokenEvent a = {.request_id = 1,
+                  .has_token = true,
+                  .token_id = id_of("Hello"),
+                  .num_prompt_tokens = 2,
+                  .num_output_tokens = 1};
   TokenEvent b = a;
   b.token_id = id_of(" world");
   b.num_output_tokens = 2;
@@ -676,21 +700,15 @@ static void test_echo_prefixes_each_prompt(void **state) {
   Buf bytes = {0};
   ApiRequest r;
   ApiError err;
-  assert_true(parse(false, "{\"prompt\":[\"Say:\",\"Bye\"],\"echo\":true,\"max_tokens\":2}", &r,
-                    &err));
+  assert_true(
+      parse(false, "{\"prompt\":[\"Say:\",\"Bye\"],\"echo\":true,\"max_tokens\":2}", &r, &err));
   assert_true(r.echo);
   EngineRequestParams params[2] = {api_request_choice(&r, 0), api_request_choice(&r, 1)};
   ApiOutputInfo info = {.model = "m", .t = &tokenizer, .echo_ids = r.prompt.data};
   ApiStream *s = api_hub_submit(&h.hub, params, 2, 1, info, NULL, &err);
   assert_non_null(s);
   api_request_free(&r);
-  for (bool done = false; !done;) {
-    pthread_mutex_lock(&h.hub.mu);
-    done = s->finished;
-    if (done) buf_append(&bytes, s->bytes.data, s->bytes.len);
-    pthread_mutex_unlock(&h.hub.mu);
-    if (!done) clock_sleep_until_ns(clock_now_ns() + 1000000);
-  }
+  wait_finished(&h, s, &bytes);
   api_hub_close(&h.hub, s);
   cJSON *body = cJSON_Parse(bytes.data);
   assert_string_equal(get(body, "choices", "0", "text", NULL)->valuestring, "Say:Hello world");
@@ -717,13 +735,20 @@ static void test_continuous_usage(void **state) {
                     &r, &err));
   assert_false(r.continuous_usage);  // vLLM needs include_usage too
   api_request_free(&r);
-  ApiOutputInfo info = {.stream = true, .include_usage = true, .continuous_usage = true,
-                        .request_id = 1, .model = "m", .t = &tokenizer};
+  ApiOutputInfo info = {.stream = true,
+                        .include_usage = true,
+                        .continuous_usage = true,
+                        .request_id = 1,
+                        .model = "m",
+                        .t = &tokenizer};
   ApiOutput o;
   api_output_init(&o, &info);
   Buf out = {0};
-  TokenEvent ev = {.request_id = 1, .has_token = true, .token_id = id_of("Hello"),
-                   .num_prompt_tokens = 4, .num_output_tokens = 1};
+  TokenEvent ev = {.request_id = 1,
+                   .has_token = true,
+                   .token_id = id_of("Hello"),
+                   .num_prompt_tokens = 4,
+                   .num_output_tokens = 1};
   api_output_event(&o, &ev, &out);
   *strstr(out.data, "\n\n") = '\0';
   cJSON *chunk = cJSON_Parse(out.data + strlen("data: "));
