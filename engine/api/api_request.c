@@ -1,6 +1,8 @@
 // api_request.c: request JSON (cJSON) -> ApiRequest, with OpenAI/vLLM defaults (temperature 1,
-// top_p 1, max_tokens = what max_model_len leaves). Each field is checked for its type and range
-// and named in the error. Must not keep pointers into the parsed JSON.
+// top_p 1, max_tokens = what max_model_len leaves each prompt), and the engine request of each
+// choice (n per prompt; lists of prompts on completions). Each field is checked for its type and
+// range and named in the error; the sampling extras are api_sampling.c's, the refusals
+// api_refuse.c's. Must not keep pointers into the parsed JSON.
 #include "api/api_request.h"
 
 #include <cjson/cJSON.h>
