@@ -1,15 +1,21 @@
 // api_request.c: request JSON (cJSON) -> ApiRequest, with OpenAI/vLLM defaults (temperature 1,
-// top_p 1, max_tokens = what max_model_len leaves). Each field is checked for its type and range
-// and named in the error. Must not keep pointers into the parsed JSON.
+// top_p 1, max_tokens = what max_model_len leaves each prompt), and the engine request of each
+// choice (n per prompt; lists of prompts on completions). Each field is checked for its type and
+// range and named in the error; the sampling extras are api_sampling.c's, the refusals
+// api_refuse.c's. Must not keep pointers into the parsed JSON.
 #include "api/api_request.h"
 
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api_chat.h"
 #include "api/api_conversation.h"
+#include "api/api_refuse.h"
+#include "api/api_sampling.h"
+#include "common/check.h"
 
 // A field absent or null: the default stays.
 static bool absent(const cJSON *v) { return !v || cJSON_IsNull(v); }
@@ -46,18 +52,27 @@ bool api_request_check_model(const cJSON *req, const char *served, ApiError *err
   return true;
 }
 
-// Fields this engine does not implement are refused rather than silently ignored.
-static bool check_unsupported(const cJSON *req, ApiError *err) {
-  double n = 1;
-  if (!get_number(req, "n", 1, 1, true, &n, err)) return false;
-  const cJSON *logprobs = cJSON_GetObjectItemCaseSensitive(req, "logprobs");
-  if (!absent(logprobs) && !cJSON_IsFalse(logprobs))
-    return api_error(err, 400, "logprobs", "logprobs are not supported");
+// stop: a string or a list of strings (an empty string or list: none), owned copies in r.
+static bool parse_stop(const cJSON *req, ApiRequest *r, ApiError *err) {
   const cJSON *stop = cJSON_GetObjectItemCaseSensitive(req, "stop");
-  bool no_stop = absent(stop) || (cJSON_IsString(stop) && stop->valuestring[0] == '\0') ||
-                 (cJSON_IsArray(stop) && cJSON_GetArraySize(stop) == 0);
-  if (!no_stop) return api_error(err, 400, "stop", "stop strings are not supported");
-  return true;
+  if (absent(stop)) return true;
+  bool one = cJSON_IsString(stop);
+  if (!one && !cJSON_IsArray(stop))
+    return api_error(err, 400, "stop", "stop must be a string or a list of strings");
+  size_t n = one ? 1 : (size_t)cJSON_GetArraySize(stop);
+  if (n > API_MAX_STOP)
+    return api_error(err, 400, "stop", "stop holds %zu strings; at most %d are supported", n,
+                     API_MAX_STOP);
+  r->stop = n ? xcalloc(n, sizeof *r->stop) : NULL;
+  for (const cJSON *s = one ? stop : stop->child; s; s = one ? NULL : s->next) {
+    if (!cJSON_IsString(s)) return api_error(err, 400, "stop", "stop must hold strings only");
+    if (!s->valuestring[0]) {
+      if (one) break;  // "stop": "" means none
+      return api_error(err, 400, "stop", "stop cannot contain an empty string.");
+    }
+    r->stop[r->num_stop++] = xstrdup(s->valuestring);
+  }
+  return get_bool(req, "include_stop_str_in_output", &r->include_stop_str_in_output, err);
 }
 
 static bool parse_sampling(const cJSON *req, bool chat, const ApiRequestContext *c, ApiRequest *r,
@@ -98,7 +113,22 @@ static bool parse_stream(const cJSON *req, ApiRequest *r, ApiError *err) {
   if (!r->stream)
     return api_error(err, 400, "stream_options",
                      "stream_options can only be given when stream is true");
-  return get_bool(options, "include_usage", &r->include_usage, err);
+  bool continuous = false;
+  if (!get_bool(options, "include_usage", &r->include_usage, err) ||
+      !get_bool(options, "continuous_usage_stats", &continuous, err))
+    return false;
+  r->continuous_usage = continuous && r->include_usage;  // vLLM needs both
+  return true;
+}
+
+// completions' echo; with logprobs it would need the prompt's logprobs, which are not computed.
+static bool parse_echo(const cJSON *req, ApiRequest *r, ApiError *err) {
+  if (r->chat) return true;  // chat's echo is refused (api_refuse.c)
+  if (!get_bool(req, "echo", &r->echo, err)) return false;
+  if (r->echo && r->params.logprobs)
+    return api_error(err, 400, "echo",
+                     "echo with logprobs needs the prompt's logprobs, which are not supported");
+  return true;
 }
 
 // Token ids: whole numbers inside the vocabulary.
@@ -116,24 +146,16 @@ static bool token_id_prompt(const cJSON *ids, const Tokenizer *t, TokenIds *out,
   return true;
 }
 
-// Text (encoded without special tokens), token ids, or a list holding one of those.
-static bool completion_prompt(const cJSON *prompt, const Tokenizer *t, bool nested, TokenIds *out,
-                              ApiError *err) {
+// Text (encoded without special tokens), or token ids.
+static bool one_prompt(const cJSON *prompt, const Tokenizer *t, TokenIds *out, ApiError *err) {
   if (cJSON_IsString(prompt)) {
     tok_encode(t, prompt->valuestring, strlen(prompt->valuestring), false, out);
     return true;
   }
-  if (!cJSON_IsArray(prompt))
-    return api_error(err, 400, "prompt", "prompt must be a string or a list of token ids");
-  const cJSON *first = prompt->child;
-  if (!first) return api_error(err, 400, "prompt", "prompt must not be empty");
-  if (cJSON_IsNumber(first)) return token_id_prompt(prompt, t, out, err);
-  if (nested || !(cJSON_IsString(first) || cJSON_IsArray(first)))
-    return api_error(err, 400, "prompt", "prompt must be a string or a list of token ids");
-  if (first->next)
+  if (!cJSON_IsArray(prompt) || !prompt->child || !cJSON_IsNumber(prompt->child))
     return api_error(err, 400, "prompt",
-                     "batched prompts are not supported (send one per request)");
-  return completion_prompt(first, t, true, out, err);
+                     "prompt must be a string, a list of token ids, or a list of those");
+  return token_id_prompt(prompt, t, out, err);
 }
 
 // tool_choice: "auto" (the default) renders the tools, "none" leaves them out of the prompt (as
@@ -155,15 +177,38 @@ static bool parse_tool_choice(const cJSON *req, bool *include_tools, ApiError *e
                    cJSON_IsString(v) ? "\"" : "");
 }
 
-static bool parse_prompt(const cJSON *req, bool chat, const ApiRequestContext *c, TokenIds *out,
+// One prompt, or a list of prompts (strings or lists of token ids): each its own choices.
+static bool completion_prompts(const cJSON *prompt, const Tokenizer *t, ApiRequest *r,
+                               ApiError *err) {
+  bool list = cJSON_IsArray(prompt) && prompt->child &&
+              (cJSON_IsString(prompt->child) || cJSON_IsArray(prompt->child));
+  if (cJSON_IsArray(prompt) && !prompt->child)
+    return api_error(err, 400, "prompt", "prompt must not be empty");
+  r->num_prompts = list ? (size_t)cJSON_GetArraySize(prompt) : 1;
+  if (r->num_prompts > API_MAX_CHOICES)
+    return api_error(err, 400, "prompt", "prompt holds %zu prompts; at most %d are served at once",
+                     r->num_prompts, API_MAX_CHOICES);
+  if (!list) return one_prompt(prompt, t, &r->prompt, err);
+  r->more_prompts = xcalloc(r->num_prompts, sizeof *r->more_prompts);
+  size_t i = 0;
+  const cJSON *item;
+  cJSON_ArrayForEach(item, prompt) {
+    if (!one_prompt(item, t, i ? &r->more_prompts[i - 1] : &r->prompt, err)) return false;
+    i++;
+  }
+  return true;
+}
+
+static bool parse_prompt(const cJSON *req, bool chat, const ApiRequestContext *c, ApiRequest *r,
                          ApiError *err) {
   const char *name = chat ? "messages" : "prompt";
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, name);
   if (absent(v)) return api_error(err, 400, name, "%s is required", name);
-  if (!chat) return completion_prompt(v, c->t, false, out, err);
+  if (!chat) return completion_prompts(v, c->t, r, err);
   const cJSON *effort = cJSON_GetObjectItemCaseSensitive(req, "reasoning_effort");
   if (!absent(effort) && !cJSON_IsString(effort))
     return api_error(err, 400, "reasoning_effort", "reasoning_effort must be a string");
+  r->num_prompts = 1;
   ApiTools tools;
   bool include_tools;
   if (!parse_tool_choice(req, &include_tools, err) ||
@@ -174,7 +219,7 @@ static bool parse_prompt(const cJSON *req, bool chat, const ApiRequestContext *c
   ApiChatOptions o = {.reasoning_effort = absent(effort) ? NULL : effort->valuestring,
                       .current_date = c->current_date ? c->current_date : today,
                       .tools = include_tools ? &tools : NULL};
-  bool ok = api_chat_render(v, &o, c->t, out, err);
+  bool ok = api_chat_render(v, &o, c->t, &r->prompt, err);
   api_tools_free(&tools);
   return ok;
 }
@@ -182,15 +227,34 @@ static bool parse_prompt(const cJSON *req, bool chat, const ApiRequestContext *c
 static bool parse_object(ApiRequest *r, const cJSON *req, const ApiRequestContext *c,
                          ApiError *err) {
   double max_tokens;
-  if (!api_request_check_model(req, c->model, err) || !check_unsupported(req, err) ||
-      !parse_sampling(req, r->chat, c, r, &max_tokens, err) || !parse_stream(req, r, err) ||
-      !parse_prompt(req, r->chat, c, &r->prompt, err))
+  if (!api_request_check_model(req, c->model, err) || !parse_stop(req, r, err) ||
+      !api_refuse_unsupported(req, r->chat ? API_REFUSE_CHAT : API_REFUSE_COMPLETIONS, err) ||
+      !parse_sampling(req, r->chat, c, r, &max_tokens, err) ||
+      !api_sampling_parse(req, c->t, r, err) || !parse_stream(req, r, err) ||
+      !parse_echo(req, r, err) || !parse_prompt(req, r->chat, c, r, err))
     return false;
-  long room = (long)c->max_model_len - (long)r->prompt.len;
-  r->params.max_tokens = max_tokens >= 1 ? (int)max_tokens : room > 1 ? (int)room : 1;
-  r->params.prompt_ids = r->prompt.data;
-  r->params.num_prompt_ids = r->prompt.len;
+  double n = 1;
+  if (!get_number(req, "n", 1, API_MAX_CHOICES, true, &n, err)) return false;
+  r->n = (int)n;
+  if ((size_t)r->n * r->num_prompts > API_MAX_CHOICES)
+    return api_error(err, 400, "n", "n = %d for %zu prompts makes more than %d choices", r->n,
+                     r->num_prompts, API_MAX_CHOICES);
+  r->max_tokens_given = max_tokens >= 1 ? (int)max_tokens : 0;
+  r->max_model_len = c->max_model_len;
+  r->params = api_request_choice(r, 0);
   return true;
+}
+
+EngineRequestParams api_request_choice(const ApiRequest *r, size_t c) {
+  size_t k = c / (size_t)r->n;
+  const TokenIds *prompt = k ? &r->more_prompts[k - 1] : &r->prompt;
+  EngineRequestParams p = r->params;
+  long room = (long)r->max_model_len - (long)prompt->len;
+  p.max_tokens = r->max_tokens_given ? r->max_tokens_given : room > 1 ? (int)room : 1;
+  p.prompt_ids = prompt->data;
+  p.num_prompt_ids = prompt->len;
+  p.seed = r->params.seed + c % (size_t)r->n;
+  return p;
 }
 
 // body[0..len) as one JSON value with nothing but whitespace after it; NULL otherwise.
@@ -247,6 +311,20 @@ bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, con
 
 void api_request_free(ApiRequest *r) {
   token_ids_free(&r->prompt);
+  for (size_t i = 0; r->more_prompts && i + 1 < r->num_prompts; i++)
+    token_ids_free(&r->more_prompts[i]);
+  free(r->more_prompts);
+  r->more_prompts = NULL;
+  for (size_t i = 0; i < r->num_stop; i++) free(r->stop[i]);
+  free(r->stop);
+  r->stop = NULL;
+  r->num_stop = 0;
+  token_ids_free(&r->stop_token_ids);
+  free(r->logit_bias);
+  r->logit_bias = NULL;
+  r->num_logit_bias = 0;
+  r->params.logit_bias = NULL;
+  r->params.stop_token_ids = NULL;
   r->params.prompt_ids = NULL;
   r->params.num_prompt_ids = 0;
 }

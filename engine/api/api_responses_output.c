@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/api_error.h"
+#include "api/api_json.h"
 #include "api/api_tool_calls.h"
 #include "common/check.h"
 
@@ -203,7 +204,7 @@ static void emit_delta(ApiResponsesOutput *o, Buf *out) {
   if (o->item != ITEM_CALL) buf_append_str(out, "\"content_index\":0,");
   if (o->item == ITEM_MESSAGE) buf_append_str(out, "\"logprobs\":[],");
   buf_append_str(out, "\"delta\":");
-  api_output_json_string(out, o->delta.data, o->delta.len);
+  api_json_string(out, o->delta.data, o->delta.len);
   buf_append_str(out, "}\n\n");
 }
 

@@ -277,13 +277,14 @@ static bool parse_object(ApiRequest *r, ApiResponsesInfo *info, const cJSON *req
   api_conv_free(&conv);
   api_tools_free(&tools);
   if (!ok) return false;
-  long room = (long)c->max_model_len - (long)r->prompt.len;
+  r->num_prompts = 1;  // one output, one engine request (api_request_choice makes its params)
+  r->n = 1;
+  r->max_tokens_given = (int)max_tokens;
+  r->max_model_len = c->max_model_len;
   r->params = (EngineRequestParams){
-      .prompt_ids = r->prompt.data,
-      .num_prompt_ids = r->prompt.len,
-      .max_tokens = max_tokens >= 1 ? (int)max_tokens : room > 1 ? (int)room : 1,
       .sampling = {.temperature = (float)temperature, .top_p = (float)top_p, .top_k = -1},
       .seed = c->default_seed};
+  r->params = api_request_choice(r, 0);
   info->echo = echo_of(req, effort, temperature, top_p);
   return true;
 }

@@ -164,13 +164,24 @@ static void prepare(ApiServer *s, ApiCall *c) {
   ApiOutputInfo info = {.chat = r.chat,
                         .stream = r.stream,
                         .include_usage = r.include_usage,
+                        .continuous_usage = r.continuous_usage,
+                        .echo_ids = r.echo ? r.prompt.data : NULL,
                         .return_token_ids = r.return_token_ids,
+                        .logprobs = r.params.logprobs,
+                        .num_top_logprobs = r.params.num_top_logprobs,
+                        .stop = (const char *const *)r.stop,
+                        .num_stop = r.num_stop,
+                        .include_stop_str_in_output = r.include_stop_str_in_output,
                         .created = (int64_t)time(NULL),
                         .model = s->o.served_model_name,
                         .t = s->t,
                         .responses = c->responses ? &responses : NULL};
   c->streamed = info.stream;
-  c->stream = api_hub_submit(&s->hub, &r.params, info, c->job.conn, &c->error);
+  EngineRequestParams params[API_MAX_CHOICES];
+  size_t num_choices = r.num_prompts * (size_t)r.n;
+  for (size_t k = 0; k < num_choices; k++) params[k] = api_request_choice(&r, k);
+  c->stream = api_hub_submit(&s->hub, params, (int)num_choices, r.n, info, c->job.conn,
+                             &c->error);
   api_request_free(&r);
   cJSON_Delete(responses.echo);
 }
@@ -189,7 +200,7 @@ static void prepare_job(ApiPrepJob *job, bool cancelled) {
 // then end the answer, whose bytes go nowhere, and libmicrohttpd closes the connection).
 static void on_hangup(void *arg) {
   ApiCall *c = arg;
-  c->server->hub.engine.abort(c->server->hub.engine.engine, c->stream->id);
+  api_hub_abort(&c->server->hub, c->stream);
 }
 
 // The client has ended its sending (a half-close, or a close that looks the same) while a whole

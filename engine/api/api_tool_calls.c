@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/api_json.h"
 #include "api/api_output.h"
 
 static const char FUNCTIONS[] = "functions.";
@@ -74,14 +75,14 @@ void api_tool_calls_start_delta(const ApiToolCalls *c, const HarmonyParser *p, B
              "\"function\":{\"name\":",
              c->num_calls - 1, c->id_prefix, c->num_calls - 1);
   const char *name = api_tool_calls_name(p);
-  api_output_json_string(out, name, strlen(name));
+  api_json_string(out, name, strlen(name));
   buf_append_str(out, ",\"arguments\":\"\"}}]");
 }
 
 void api_tool_calls_args_delta(const ApiToolCalls *c, const Buf *delta, Buf *out) {
   buf_printf(out, "\"tool_calls\":[{\"index\":%d,\"function\":{\"arguments\":",
              c->num_calls - 1);
-  api_output_json_string(out, delta->data, delta->len);
+  api_json_string(out, delta->data, delta->len);
   buf_append_str(out, "}}]");
 }
 
@@ -89,7 +90,7 @@ const char *api_tool_calls_finish(const ApiToolCalls *c, bool stopped, const cha
   return stopped && c->num_calls > 0 ? "tool_calls" : fallback;
 }
 
-void api_tool_calls_take(ApiToolCalls *c, cJSON *message) {
-  cJSON_AddItemToObject(message, "tool_calls", c->calls ? c->calls : cJSON_CreateArray());
-  c->calls = NULL;
+void api_tool_calls_add_to(const ApiToolCalls *c, cJSON *message) {
+  cJSON_AddItemToObject(message, "tool_calls",
+                        c->calls ? cJSON_Duplicate(c->calls, true) : cJSON_CreateArray());
 }

@@ -39,8 +39,9 @@ void api_tool_calls_args_delta(const ApiToolCalls *c, const Buf *delta, Buf *out
 // "tool_calls" when the turn stopped after calls, else fallback.
 const char *api_tool_calls_finish(const ApiToolCalls *c, bool stopped, const char *fallback);
 
-// Whole answers: moves the calls array into message as "tool_calls" (an empty list when none).
-void api_tool_calls_take(ApiToolCalls *c, cJSON *message);
+// Whole answers: a copy of the calls array into message as "tool_calls" (an empty list when
+// none); c keeps its own (api_tool_calls_free frees it).
+void api_tool_calls_add_to(const ApiToolCalls *c, cJSON *message);
 
 // The function name of the parser's current recipient ("functions.NAME"), or NULL.
 const char *api_tool_calls_name(const HarmonyParser *p);

@@ -23,7 +23,8 @@
 typedef struct {
   SchedOutput plan;
   BatchBuilder builder;
-  uint32_t *sampled_ids;  // [max_num_seqs] by sample_row
+  uint32_t *sampled_ids;     // [max_num_seqs] by sample_row
+  SampleLogprobs *logprobs;  // [max_num_seqs] by sample_row, for requests that ask for them
 } Step;
 
 // The thread that runs steps in async mode: one step at a time, in order.
@@ -64,6 +65,25 @@ struct Engine {
 // ---------------------------------------------------------------------------------------------
 // running one step: forward pass, then one sampled id per sampling request
 
+// One request's next token from its row of logits (processed in place): the logprobs of the
+// raw row first when asked for, then logit bias, min_tokens and penalties, then the draw.
+static uint32_t sample_request(Engine *e, Request *r, float *row, int vocab, SampleLogprobs *lp) {
+  const EngineRequestParams *p = &r->params;
+  SamplerInputs in = req_sampler_inputs(r);
+  bool process = sampler_needs_processing(&p->sampling, &in);
+  const float *raw = row;
+  float log_norm = 0;
+  if (p->logprobs) {
+    log_norm = sampler_top_logprobs(row, vocab, p->num_top_logprobs, lp);
+    if (process) raw = sampler_keep_raw(row, vocab, &e->sampler);
+  }
+  if (process) sampler_process(row, vocab, &p->sampling, &in, &e->sampler);
+  uint32_t id = sampler_sample(row, vocab, &p->sampling, &r->rng, &e->sampler);
+  if (p->logprobs) lp->logprob = raw[id] - log_norm;
+  req_record_sample(r, id);
+  return id;
+}
+
 static void run_step(Engine *e, Step *step) {
   const SchedOutput *plan = &step->plan;
   int vocab = runner_config(e->runner)->vocab_size;
@@ -72,10 +92,9 @@ static void run_step(Engine *e, Step *step) {
   for (int i = 0; i < plan->num_entries; i++) {
     const SchedEntry *entry = &plan->entries[i];
     if (entry->sample_row < 0) continue;
-    Request *r = entry->req;
-    step->sampled_ids[entry->sample_row] =
-        sampler_sample(e->logits + (size_t)entry->sample_row * (size_t)vocab, vocab,
-                       &r->params.sampling, &r->rng, &e->sampler);
+    int row = entry->sample_row;
+    step->sampled_ids[row] = sample_request(e, entry->req, e->logits + (size_t)row * (size_t)vocab,
+                                            vocab, &step->logprobs[row]);
   }
   if (e->config.step_slowdown > 1) {  // spins, so the extra time costs CPU as real work does
     int64_t now = clock_now_ns();
@@ -240,6 +259,8 @@ bool engine_create(Engine **out, const EngineConfig *config, Runner *runner, cha
     sched_output_init(&e->steps[i].plan, &e->sched);
     batch_builder_init(&e->steps[i].builder, config);
     e->steps[i].sampled_ids = xcalloc((size_t)config->max_num_seqs, sizeof(uint32_t));
+    e->steps[i].logprobs = xcalloc((size_t)config->max_num_seqs, sizeof(SampleLogprobs));
+    e->steps[i].plan.logprobs = e->steps[i].logprobs;
   }
   pthread_mutex_init(&e->inbox_lock, NULL);
   pthread_cond_init(&e->inbox_changed, NULL);
@@ -259,6 +280,36 @@ void engine_start(Engine *e) {
   CHECK(pthread_create(&e->thread, NULL, engine_main, e) == 0);
 }
 
+// The sampling fields engine_submit checks (the API checks types and ranges first).
+static bool check_sampling(const EngineRequestParams *p, uint32_t vocab, char *err,
+                           size_t err_size) {
+  for (size_t i = 0; i < p->num_logit_bias; i++)
+    if (p->logit_bias[i].token_id >= vocab) {
+      snprintf(err, err_size,
+               "token_id(s) [%u] in logit_bias contain out-of-vocab token ids. Vocabulary size: "
+               "%u",
+               p->logit_bias[i].token_id, vocab);
+      return false;
+    }
+  for (size_t i = 0; i < p->num_stop_token_ids; i++)
+    if (p->stop_token_ids[i] >= vocab) {
+      snprintf(err, err_size, "stop_token_ids holds %u, outside the model's vocabulary (0..%u)",
+               p->stop_token_ids[i], vocab - 1);
+      return false;
+    }
+  if (p->sampling.min_tokens > p->max_tokens) {
+    snprintf(err, err_size, "min_tokens must be less than or equal to max_tokens=%d, got %d.",
+             p->max_tokens, p->sampling.min_tokens);
+    return false;
+  }
+  if (p->logprobs && (p->num_top_logprobs < 0 || p->num_top_logprobs > SAMPLER_MAX_LOGPROBS)) {
+    snprintf(err, err_size, "Requested sample logprobs of %d, which is greater than max allowed: %d",
+             p->num_top_logprobs, SAMPLER_MAX_LOGPROBS);
+    return false;
+  }
+  return true;
+}
+
 uint64_t engine_submit(Engine *e, const EngineRequestParams *p, char *err, size_t err_size) {
   if (!sched_check_request(&e->sched, p, err, err_size)) return 0;
   uint32_t vocab = (uint32_t)runner_config(e->runner)->vocab_size;
@@ -268,6 +319,7 @@ uint64_t engine_submit(Engine *e, const EngineRequestParams *p, char *err, size_
                p->prompt_ids[i], vocab - 1);
       return 0;
     }
+  if (!check_sampling(p, vocab, err, err_size)) return 0;
   uint64_t id = atomic_fetch_add(&e->next_id, 1);
   Request *r = req_create(id, p, e->config.block_size);
   pthread_mutex_lock(&e->inbox_lock);
@@ -325,6 +377,7 @@ void engine_destroy(Engine *e) {
     sched_output_free(&e->steps[i].plan);
     batch_builder_free(&e->steps[i].builder);
     free(e->steps[i].sampled_ids);
+    free(e->steps[i].logprobs);
   }
   sched_free(&e->sched);
   blocks_free(&e->blocks);

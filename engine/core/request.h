@@ -1,6 +1,7 @@
 // request.h: the engine-side request: its parameters, its tokens (prompt then output), how many
 // of them have KV (num_computed_tokens), the tokens sampled but not yet seen (async
-// placeholders), its KV block table, sampler stream and timing. Plain data that the scheduler
+// placeholders), its KV block table, sampler stream and state (the ids it sampled, for the
+// penalties; its stop tokens) and timing. Plain data that the scheduler
 // advances; it schedules nothing itself. req_create and req_free may run on any thread; once
 // handed to the scheduler (sched_add) a request belongs to the engine thread.
 #ifndef GE_CORE_REQUEST_H
@@ -41,16 +42,32 @@ struct Request {
   Request *prev, *next;         // the waiting queue, or the list of finished requests in flight
   EngineRequestParams params;   // params.prompt_ids points into token_ids
   SamplerRng rng;
+  // sampling state: run_step's alone (the executor thread in async mode), so it never waits for
+  // sched_update to learn a sampled id
+  uint32_t *sampled_ids;        // [params.max_tokens] with a penalty on: each id sampled; else NULL
+  int num_sampled;              // ids sampled so far (min_tokens counts these)
+  uint32_t *stop_ids;           // [num_stop_ids] the harmony stop tokens, then stop_token_ids
+  int num_stop_ids;
   // timing (clock_now_ns)
   int64_t arrival_ns;           // req_create
   int64_t first_token_ns;       // the first output token reached sched_update
   int64_t finish_ns;            // finished or aborted
 };
 
-// A copy of p (prompt ids included) as a WAITING request; p must have passed
-// sched_check_request. One allocation, sized once for num_prompt_ids + max_tokens tokens.
+// A copy of p (prompt ids, logit bias and stop ids included) as a WAITING request; p must have
+// passed sched_check_request. One allocation, sized once for num_prompt_ids + max_tokens tokens.
 Request *req_create(uint64_t id, const EngineRequestParams *p, int block_size);
 void req_free(Request *r);
+
+// Whether id finishes r: a harmony stop token (unless ignore_eos) or one of its stop_token_ids.
+bool req_is_stop_token(const Request *r, uint32_t id);
+
+// What sampler_process reads for r's next token; ids sampled so far come from run_step's own
+// record, never from token_ids (which sched_update fills, possibly later).
+SamplerInputs req_sampler_inputs(const Request *r);
+
+// Records the id run_step sampled for r.
+void req_record_sample(Request *r, uint32_t id);
 
 static inline int req_num_output_tokens(const Request *r) {
   return r->num_tokens - r->num_prompt_tokens;

@@ -34,6 +34,8 @@ void sampler_scratch_free(SamplerScratch *s) {
   free(s->ids);
   free(s->bucket_counts);
   free(s->bucket_mass);
+  free(s->counts);
+  free(s->raw);
   *s = (SamplerScratch){0};
 }
 

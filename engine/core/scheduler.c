@@ -10,7 +10,6 @@
 
 #include "common/check.h"
 #include "common/clock.h"
-#include "text/harmony.h"
 #include "text/tokenizer.h"
 
 // ---------------------------------------------------------------------------------------------
@@ -355,11 +354,16 @@ void sched_update(Scheduler *s, const SchedOutput *out, const uint32_t *sampled_
     r->token_ids[r->num_tokens++] = id;
     s->num_generation_tokens++;
     if (req_num_output_tokens(r) == 1) r->first_token_ns = now_ns;
-    FinishReason reason = !r->params.ignore_eos && harmony_is_stop_token(id) ? FINISH_STOP
-                          : r->num_tokens == r->max_num_tokens               ? FINISH_LENGTH
-                                                                             : FINISH_NONE;
+    FinishReason reason = req_is_stop_token(r, id)             ? FINISH_STOP
+                          : r->num_tokens == r->max_num_tokens ? FINISH_LENGTH
+                                                               : FINISH_NONE;
+    bool logprobs = r->params.logprobs && out->logprobs;  // r may be freed by finish
     if (reason == FINISH_NONE) push_event(s, r, true, id);
     else finish(s, r, reason, true, id, now_ns);
+    if (logprobs) {
+      s->events[s->num_events - 1].has_logprobs = true;
+      s->events[s->num_events - 1].logprobs = out->logprobs[e->sample_row];
+    }
   }
 }
 

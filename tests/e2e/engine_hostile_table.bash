@@ -45,10 +45,10 @@ done
 for bad in -5 1e12 2.5; do
   api 400 error "top_k $bad" POST $C "{$P, \"max_tokens\": 1, \"top_k\": $bad}"
 done
-for bad in 2 1e18 -1 '"1"'; do
+for bad in 0 1e18 -1 '"1"' 129; do
   api 400 error "n $bad" POST $C "{$P, \"max_tokens\": 1, \"n\": $bad}"
 done
-for bad in true 5; do
+for bad in true 21 -1 1.5; do
   api 400 error "logprobs $bad" POST $C "{$P, \"max_tokens\": 1, \"logprobs\": $bad}"
 done
 for bad in '"abc"' 1e30 0.5; do
@@ -60,14 +60,16 @@ api 400 error "stream_options without stream" POST $C \
 api 400 error "stream_options.include_usage 1" POST $C \
   "{$P, \"max_tokens\": 1, \"stream\": true, \"stream_options\": {\"include_usage\": 1}}"
 api 400 error 'ignore_eos "true"' POST $C "{$P, \"max_tokens\": 1, \"ignore_eos\": \"true\"}"
-api 400 error 'stop ["x"] (not supported)' POST $C "{$P, \"max_tokens\": 1, \"stop\": [\"x\"]}"
+api 400 error 'stop [""]' POST $C "{$P, \"max_tokens\": 1, \"stop\": [\"\"]}"
+api 400 error 'stop [1]' POST $C "{$P, \"max_tokens\": 1, \"stop\": [1]}"
+api 200 ok 'stop ["x"]' POST $C "{$P, \"max_tokens\": 1, \"stop\": [\"x\"]}"
 api 200 ok "temperature 1e-300 (greedy in effect)" POST $C \
   "{$P, \"max_tokens\": 1, \"temperature\": 1e-300}"
 api 200 ok "seed -1 and top_k 2147483647" POST $C \
   "{$P, \"max_tokens\": 1, \"seed\": -1, \"top_k\": 2147483647}"
 
 # ---- prompts
-for bad in 42 '{}' '[]' '[-1]' '[1e9]' '[1.5]' '["a", "b"]' '[[1], [2]]' '[["a"]]' '""' '[true]'; do
+for bad in 42 '{}' '[]' '[-1]' '[1e9]' '[1.5]' '["a", []]' '[[1], ["b"]]' '[["a"]]' '""' '[true]'; do
   api 400 error "prompt $bad" POST $C "{\"prompt\": $bad, \"max_tokens\": 1}"
 done
 api 400 error "no prompt" POST $C '{"max_tokens": 1}'

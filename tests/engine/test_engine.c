@@ -2,7 +2,8 @@
 // through the scheduler, the batch builder, the forward pass and the sampler give exactly the
 // greedy outputs of one-at-a-time generation, in sync and async mode, with a KV cache small
 // enough to force preemptions, on one rank and on tp 2 x pp 2 ranks, with prefix caching off and
-// on (the prompts share a prefix, so cached blocks are hit); aborts and refusals.
+// on (the prompts share a prefix, so cached blocks are hit); aborts and refusals; logit_bias,
+// stop_token_ids, min_tokens and raw logprobs through the engine in both modes.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -234,6 +235,110 @@ static void test_abort_and_refusals(void **state) {
   engine_destroy(e);
 }
 
+// One request through e to its end: its output ids, its last event, and its first event.
+static void run_one(Engine *e, const EngineRequestParams *p, TokenIds *out, TokenEvent *first,
+                    TokenEvent *last) {
+  char err[256];
+  uint64_t id = engine_submit(e, p, err, sizeof err);
+  if (!id) fail_msg("%s", err);
+  for (bool seen = false;;) {
+    TokenEvent ev;
+    assert_int_equal(engine_poll_events(e, &ev, 1, 5000000000), 1);
+    assert_int_equal(ev.request_id, id);
+    if (!seen) *first = ev;
+    seen = true;
+    if (ev.has_token) token_ids_push(out, ev.token_id);
+    if (ev.finish != FINISH_NONE) {
+      *last = ev;
+      return;
+    }
+  }
+}
+
+// A +100 bias makes greedy pick its id every time; that id as a stop_token_id ends the request
+// at once (FINISH_STOP, the id its last token) even with ignore_eos, unless min_tokens masks it
+// for the first 3 tokens. Logprobs are the raw logits': the sampled id's equals the top entry
+// without a bias, and stays far below 0 when only the bias made it win.
+static void sampling_fields(Runner *runner, bool async) {
+  EngineConfig cfg = {.max_num_batched_tokens = 64, .max_num_seqs = 4, .max_model_len = 256,
+                      .block_size = 16, .num_kv_blocks = 64, .async_scheduling = async};
+  Engine *e;
+  char err[256];
+  assert_true(engine_create(&e, &cfg, runner, err, sizeof err));
+  engine_start(e);
+  uint32_t prompt[] = {11, 22, 33, 44, 55};
+  SamplerBias bias = {.token_id = 42, .bias = 100};
+  uint32_t stop = 42;
+  EngineRequestParams p = {.prompt_ids = prompt, .num_prompt_ids = 5, .max_tokens = 6,
+                           .sampling = {.temperature = 0, .top_p = 1}, .ignore_eos = true,
+                           .logit_bias = &bias, .num_logit_bias = 1};
+  TokenIds out = {0};
+  TokenEvent first, last;
+  run_one(e, &p, &out, &first, &last);
+  assert_int_equal(out.len, 6);
+  for (size_t i = 0; i < out.len; i++) assert_int_equal(out.data[i], 42);
+  assert_int_equal(last.finish, FINISH_LENGTH);
+
+  p.stop_token_ids = &stop;
+  p.num_stop_token_ids = 1;
+  out.len = 0;
+  run_one(e, &p, &out, &first, &last);
+  assert_int_equal(out.len, 1);
+  assert_int_equal(last.finish, FINISH_STOP);
+  assert_int_equal(last.token_id, 42);
+  assert_int_equal(last.num_output_tokens, 1);
+
+  p.sampling.min_tokens = 3;  // 42 masked for 3 tokens, then the bias makes the 4th 42: stop
+  out.len = 0;
+  run_one(e, &p, &out, &first, &last);
+  assert_int_equal(out.len, 4);
+  for (int i = 0; i < 3; i++) assert_int_not_equal(out.data[i], 42);
+  assert_int_equal(out.data[3], 42);
+  assert_int_equal(last.finish, FINISH_STOP);
+
+  EngineRequestParams lp = {.prompt_ids = prompt, .num_prompt_ids = 5, .max_tokens = 3,
+                            .sampling = {.temperature = 0, .top_p = 1}, .ignore_eos = true,
+                            .logprobs = true, .num_top_logprobs = 5};
+  out.len = 0;
+  run_one(e, &lp, &out, &first, &last);
+  assert_true(first.has_logprobs);
+  assert_int_equal(first.logprobs.num_top, 5);
+  assert_int_equal(first.logprobs.top_ids[0], out.data[0]);
+  assert_float_equal(first.logprobs.logprob, first.logprobs.top_logprobs[0], 1e-6);
+  for (int k = 0; k < 5; k++) {
+    assert_true(first.logprobs.top_logprobs[k] <= 0);
+    if (k) assert_true(first.logprobs.top_logprobs[k] <= first.logprobs.top_logprobs[k - 1]);
+  }
+  assert_true(last.has_logprobs);
+  uint32_t unbiased_top = first.logprobs.top_ids[0];
+  bias.token_id = unbiased_top == 42 ? 43 : 42;
+  lp.logit_bias = &bias;
+  lp.num_logit_bias = 1;
+  out.len = 0;
+  run_one(e, &lp, &out, &first, &last);
+  assert_int_equal(out.data[0], bias.token_id);
+  assert_int_equal(first.logprobs.top_ids[0], unbiased_top);  // raw: before the bias
+  assert_true(first.logprobs.logprob < first.logprobs.top_logprobs[0]);
+
+  SamplerBias outside = {.token_id = 5000, .bias = 1};
+  p.logit_bias = &outside;
+  assert_int_equal(engine_submit(e, &p, err, sizeof err), 0);
+  assert_non_null(strstr(err, "logit_bias"));
+  p.num_logit_bias = 0;
+  p.sampling.min_tokens = 7;
+  assert_int_equal(engine_submit(e, &p, err, sizeof err), 0);
+  assert_non_null(strstr(err, "min_tokens"));
+  token_ids_free(&out);
+  engine_stop(e);
+  engine_destroy(e);
+}
+
+static void test_sampling_fields(void **state) {
+  Fixture *f = *state;
+  sampling_fields(f->single, false);
+  sampling_fields(f->single, true);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sync_outputs_equal_one_at_a_time),
@@ -242,6 +347,7 @@ int main(void) {
       cmocka_unit_test(test_parallel_outputs_equal_one_at_a_time),
       cmocka_unit_test(test_prefix_caching_keeps_outputs),
       cmocka_unit_test(test_abort_and_refusals),
+      cmocka_unit_test(test_sampling_fields),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,6 +1,8 @@
 // test_sampler.c: greedy, temperature, top-k and top-p sampling: argmax ties, determinism per
 // seed, empirical frequencies against hand-computed probabilities, vLLM's top-k-then-top-p
-// order, and the bucketed kept set against a full sort on a 201,088-token vocabulary.
+// order, and the bucketed kept set against a full sort on a 201,088-token vocabulary; logits
+// processing (repetition, frequency and presence penalties, logit bias, the min_tokens mask, in
+// vLLM's order) and raw top logprobs against hand-computed values.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -170,6 +172,126 @@ static void test_kept_set_matches_a_full_sort(void **state) {
   free(kept);
 }
 
+static void assert_row(const float *got, const float *want, int n) {
+  for (int i = 0; i < n; i++)
+    if (!(got[i] == want[i] || fabsf(got[i] - want[i]) < 1e-6f))
+      fail_msg("logit %d: %g, expected %g", i, got[i], want[i]);
+}
+
+// Repetition 2 over prompt {0} and output {1, 1}: positive logits halved, negative doubled, once
+// per distinct token; the others untouched. Running it again on fresh logits gives the same
+// (the scratch counts are left clean).
+static void test_repetition_penalty(void **state) {
+  (void)state;
+  const uint32_t prompt[] = {0}, output[] = {1, 1};
+  SamplingParams p = {.temperature = 0, .top_p = 1, .repetition_penalty = 2};
+  SamplerInputs in = {.prompt_ids = prompt, .num_prompt_ids = 1, .output_ids = output,
+                      .num_generated = 2};
+  SamplerScratch s = {0};
+  assert_true(sampler_needs_processing(&p, &in));
+  for (int round = 0; round < 2; round++) {
+    float logits[] = {2, -1, 3, 0.5f};
+    sampler_process(logits, 4, &p, &in, &s);
+    assert_row(logits, (float[]){1, -2, 3, 0.5f}, 4);
+  }
+  sampler_scratch_free(&s);
+}
+
+// Output {2, 2, 3}, frequency 0.5, presence 0.25: id 2 loses 2 * 0.5 + 0.25, id 3 0.5 + 0.25.
+static void test_frequency_and_presence_penalties(void **state) {
+  (void)state;
+  const uint32_t prompt[] = {0, 1}, output[] = {2, 2, 3};
+  SamplingParams p = {.temperature = 0, .top_p = 1, .frequency_penalty = 0.5f,
+                      .presence_penalty = 0.25f};
+  SamplerInputs in = {.prompt_ids = prompt, .num_prompt_ids = 2, .output_ids = output,
+                      .num_generated = 3};
+  SamplerScratch s = {0};
+  for (int round = 0; round < 2; round++) {
+    float logits[] = {1, 1, 1, 1};
+    sampler_process(logits, 4, &p, &in, &s);
+    assert_row(logits, (float[]){1, 1, -0.25f, 0.25f}, 4);
+  }
+  // a negative presence penalty raises what was said
+  p = (SamplingParams){.presence_penalty = -1};
+  float logits[] = {0, 0, 0, 0};
+  sampler_process(logits, 4, &p, &in, &s);
+  assert_row(logits, (float[]){0, 0, 1, 1}, 4);
+  sampler_scratch_free(&s);
+}
+
+// Bias first, then the penalties (vLLM's order): 1 + 1 = 2, halved by repetition 2 is 1 (the
+// other order would give 1.5). A +100 bias makes greedy pick its token.
+static void test_logit_bias_then_penalties(void **state) {
+  (void)state;
+  const uint32_t prompt[] = {0};
+  SamplerBias bias[] = {{0, 1}, {2, -100}};
+  SamplingParams p = {.temperature = 0, .top_p = 1, .repetition_penalty = 2};
+  SamplerInputs in = {.prompt_ids = prompt, .num_prompt_ids = 1, .bias = bias, .num_bias = 2};
+  SamplerScratch s = {0};
+  float logits[] = {1, 5, 3};
+  sampler_process(logits, 3, &p, &in, &s);
+  assert_row(logits, (float[]){1, 5, -97}, 3);
+  SamplerBias up = {2, 100};
+  SamplingParams greedy = {.temperature = 0, .top_p = 1};
+  SamplerInputs only_bias = {.bias = &up, .num_bias = 1};
+  float row[] = {1, 5, 3};
+  sampler_process(row, 3, &greedy, &only_bias, &s);
+  SamplerRng rng;
+  sampler_rng_seed(&rng, 0);
+  assert_int_equal(sampler_sample(row, 3, &greedy, &rng, &s), 2);
+  sampler_scratch_free(&s);
+}
+
+// Stop ids are -inf until min_tokens ids were generated, then left alone; no penalty, no bias
+// and min_tokens reached need no processing at all.
+static void test_min_tokens_masks_stop_ids(void **state) {
+  (void)state;
+  const uint32_t stops[] = {1, 3};
+  SamplingParams p = {.temperature = 0, .top_p = 1, .min_tokens = 2};
+  SamplerInputs in = {.stop_ids = stops, .num_stop_ids = 2, .num_generated = 1};
+  SamplerScratch s = {0};
+  assert_true(sampler_needs_processing(&p, &in));
+  float logits[] = {0, 9, 1, 8};
+  sampler_process(logits, 4, &p, &in, &s);
+  assert_row(logits, (float[]){0, -INFINITY, 1, -INFINITY}, 4);
+  SamplerRng rng;
+  sampler_rng_seed(&rng, 0);
+  assert_int_equal(sampler_sample(logits, 4, &p, &rng, &s), 2);
+  in.num_generated = 2;
+  assert_false(sampler_needs_processing(&p, &in));
+  SamplingParams plain = {.temperature = 1, .top_p = 1};
+  SamplerInputs none = {.stop_ids = stops, .num_stop_ids = 2};
+  assert_false(sampler_needs_processing(&plain, &none));
+  plain.repetition_penalty = 1;
+  assert_false(sampler_needs_processing(&plain, &none));
+  sampler_scratch_free(&s);
+}
+
+// logits ln 1, ln 2, ln 3, ln 4: the normaliser is ln 10, the top two ids 3 and 2 with ln 0.4
+// and ln 0.3; equal logits keep the lower id first; 0 asked gives none.
+static void test_top_logprobs(void **state) {
+  (void)state;
+  float logits[] = {0, logf(2), logf(3), logf(4)};
+  SampleLogprobs lp;
+  assert_float_equal(sampler_top_logprobs(logits, 4, 2, &lp), log(10), 1e-5);
+  assert_int_equal(lp.num_top, 2);
+  assert_int_equal(lp.top_ids[0], 3);
+  assert_int_equal(lp.top_ids[1], 2);
+  assert_float_equal(lp.top_logprobs[0], log(0.4), 1e-5);
+  assert_float_equal(lp.top_logprobs[1], log(0.3), 1e-5);
+  float ties[] = {1, 7, 7, 7, 2};
+  sampler_top_logprobs(ties, 5, 4, &lp);
+  assert_int_equal(lp.num_top, 4);
+  assert_int_equal(lp.top_ids[0], 1);
+  assert_int_equal(lp.top_ids[1], 2);
+  assert_int_equal(lp.top_ids[2], 3);
+  assert_int_equal(lp.top_ids[3], 4);
+  double norm = log(3 * exp(7.0) + exp(1.0) + exp(2.0));
+  assert_float_equal(lp.top_logprobs[3], 2 - norm, 1e-5);
+  sampler_top_logprobs(ties, 5, 0, &lp);
+  assert_int_equal(lp.num_top, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_greedy_is_argmax_with_lowest_id_on_ties),
@@ -178,6 +300,11 @@ int main(void) {
       cmocka_unit_test(test_top_k_and_top_p),
       cmocka_unit_test(test_same_seed_same_tokens),
       cmocka_unit_test(test_kept_set_matches_a_full_sort),
+      cmocka_unit_test(test_repetition_penalty),
+      cmocka_unit_test(test_frequency_and_presence_penalties),
+      cmocka_unit_test(test_logit_bias_then_penalties),
+      cmocka_unit_test(test_min_tokens_masks_stop_ids),
+      cmocka_unit_test(test_top_logprobs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
