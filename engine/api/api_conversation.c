@@ -11,8 +11,8 @@
 
 static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
 
-void api_conv_add(ApiConversation *c, const char *role, const char *channel,
-                  const char *recipient, const char *content_type, const char *content) {
+void api_conv_add(ApiConversation *c, const char *role, const char *channel, const char *recipient,
+                  const char *content_type, const char *content) {
   if (c->len == c->cap) {
     c->cap = c->cap ? 2 * c->cap : 8;
     c->items = xrealloc(c->items, c->cap * sizeof *c->items);

@@ -26,8 +26,8 @@ typedef struct {
 } ApiPreamble;
 
 // Appends a message; NULL fields stay NULL, the others are copied.
-void api_conv_add(ApiConversation *c, const char *role, const char *channel,
-                  const char *recipient, const char *content_type, const char *content);
+void api_conv_add(ApiConversation *c, const char *role, const char *channel, const char *recipient,
+                  const char *content_type, const char *content);
 
 // Appends the whole prompt: preamble, the conversation, "<|start|>assistant".
 void api_conv_render(const ApiConversation *c, const ApiPreamble *p, const Tokenizer *t,

@@ -16,19 +16,19 @@ typedef enum { ITEM_NONE, ITEM_REASONING, ITEM_MESSAGE, ITEM_CALL } ItemKind;
 
 struct ApiResponsesOutput {
   ApiOutputInfo info;
-  cJSON *echo;      // the request's members of the Response object
-  char id[40];      // "resp_<hex>"
-  char hex[20];     // the answer's id digits, reused in its item ids
+  cJSON *echo;   // the request's members of the Response object
+  char id[40];   // "resp_<hex>"
+  char hex[20];  // the answer's id digits, reused in its item ids
   HarmonyParser parser;
-  Buf delta;        // the text the current event adds
-  uint64_t seq;     // the next event's sequence_number
-  bool started;     // response.created and response.in_progress are out
-  cJSON *output;    // finished items
-  ItemKind item;    // the item being written
+  Buf delta;      // the text the current event adds
+  uint64_t seq;   // the next event's sequence_number
+  bool started;   // response.created and response.in_progress are out
+  cJSON *output;  // finished items
+  ItemKind item;  // the item being written
   char item_id[48];
   char call_id[48];
   char call_name[128];
-  Buf text;         // the current item's text so far
+  Buf text;  // the current item's text so far
   uint32_t num_reasoning_tokens;
 };
 
@@ -65,8 +65,7 @@ static cJSON *usage_json(const TokenEvent *ev, uint32_t reasoning) {
   cJSON_AddNumberToObject(u, "output_tokens", ev->num_output_tokens);
   cJSON_AddNumberToObject(cJSON_AddObjectToObject(u, "output_tokens_details"), "reasoning_tokens",
                           reasoning);
-  cJSON_AddNumberToObject(u, "total_tokens",
-                          (double)ev->num_prompt_tokens + ev->num_output_tokens);
+  cJSON_AddNumberToObject(u, "total_tokens", (double)ev->num_prompt_tokens + ev->num_output_tokens);
   return u;
 }
 
@@ -78,7 +77,10 @@ static cJSON *response_json(const ApiResponsesOutput *o, const TokenEvent *ev) {
   cJSON_AddNumberToObject(r, "created_at", (double)o->info.created);
   cJSON_AddStringToObject(r, "model", o->info.model);
   bool incomplete = ev && ev->finish == FINISH_LENGTH;
-  cJSON_AddStringToObject(r, "status", !ev ? "in_progress" : incomplete ? "incomplete" : "completed");
+  cJSON_AddStringToObject(r, "status",
+                          !ev          ? "in_progress"
+                          : incomplete ? "incomplete"
+                                       : "completed");
   if (incomplete)
     cJSON_AddStringToObject(cJSON_AddObjectToObject(r, "incomplete_details"), "reason",
                             "max_output_tokens");
@@ -188,8 +190,8 @@ static void begin_item(ApiResponsesOutput *o, ItemKind kind, Buf *out) {
   cJSON_AddNumberToObject(e, "output_index", n);
   emit_with(o, "response.output_item.added", e, "item", item_json(o, false), out);
   if (kind == ITEM_CALL) return;
-  emit_with(o, "response.content_part.added", at_item(o, true), "part",
-            text_part(part_type(o), ""), out);
+  emit_with(o, "response.content_part.added", at_item(o, true), "part", text_part(part_type(o), ""),
+            out);
 }
 
 // A delta event, printed without cJSON (one per token).
@@ -213,13 +215,14 @@ static void end_item(ApiResponsesOutput *o, Buf *out) {
   if (o->info.stream && o->item == ITEM_CALL) {
     cJSON *e = at_item(o, false);
     cJSON_AddStringToObject(e, "name", o->call_name);
-    emit_with(o, "response.function_call_arguments.done", e, "arguments",
-              cJSON_CreateString(text), out);
+    emit_with(o, "response.function_call_arguments.done", e, "arguments", cJSON_CreateString(text),
+              out);
   } else if (o->info.stream) {
     cJSON *e = at_item(o, true);
     if (o->item == ITEM_MESSAGE) cJSON_AddArrayToObject(e, "logprobs");
-    emit_with(o, o->item == ITEM_MESSAGE ? "response.output_text.done" : "response.reasoning_text.done",
-              e, "text", cJSON_CreateString(text), out);
+    emit_with(
+        o, o->item == ITEM_MESSAGE ? "response.output_text.done" : "response.reasoning_text.done",
+        e, "text", cJSON_CreateString(text), out);
     emit_with(o, "response.content_part.done", at_item(o, true), "part",
               text_part(part_type(o), text), out);
   }

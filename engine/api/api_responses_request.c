@@ -18,11 +18,26 @@ static const cJSON *get(const cJSON *o, const char *key) {
 static bool absent(const cJSON *v) { return !v || cJSON_IsNull(v); }
 
 // Every member this endpoint knows; any other present member is refused.
-static const char *const KNOWN[] = {
-    "model",  "input",       "instructions", "tools",    "tool_choice", "parallel_tool_calls",
-    "max_output_tokens", "temperature", "top_p", "reasoning", "stream", "store", "text",
-    "metadata", "user", "previous_response_id", "background", "include", "truncation",
-    "service_tier"};
+static const char *const KNOWN[] = {"model",
+                                    "input",
+                                    "instructions",
+                                    "tools",
+                                    "tool_choice",
+                                    "parallel_tool_calls",
+                                    "max_output_tokens",
+                                    "temperature",
+                                    "top_p",
+                                    "reasoning",
+                                    "stream",
+                                    "store",
+                                    "text",
+                                    "metadata",
+                                    "user",
+                                    "previous_response_id",
+                                    "background",
+                                    "include",
+                                    "truncation",
+                                    "service_tier"};
 
 static bool check_fields(const cJSON *req, ApiError *err) {
   const cJSON *m;
@@ -50,7 +65,8 @@ static bool check_fields(const cJSON *req, ApiError *err) {
       !(cJSON_IsString(v) && strcmp(v->valuestring, "disabled") == 0))
     return api_error(err, 400, "truncation", "only truncation \"disabled\" is supported");
   if (!absent(v = get(req, "service_tier")) &&
-      !(cJSON_IsString(v) && (!strcmp(v->valuestring, "auto") || !strcmp(v->valuestring, "default"))))
+      !(cJSON_IsString(v) &&
+        (!strcmp(v->valuestring, "auto") || !strcmp(v->valuestring, "default"))))
     return api_error(err, 400, "service_tier", "service_tier must be \"auto\" or \"default\"");
   if (!absent(v = get(req, "tool_choice")) &&
       !(cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0))
@@ -164,8 +180,7 @@ static const char *call_name(const cJSON *input, const cJSON *before, const char
 
 static bool add_item(ApiConversation *c, const cJSON *input, const cJSON *item, size_t i,
                      ApiError *err) {
-  if (!cJSON_IsObject(item))
-    return api_error(err, 400, "input", "input[%zu] must be an object", i);
+  if (!cJSON_IsObject(item)) return api_error(err, 400, "input", "input[%zu] must be an object", i);
   const char *type = str(item, "type");
   if (!type || !strcmp(type, "message")) return add_message(c, item, i, err);
   char who[160];
@@ -199,8 +214,7 @@ static bool add_item(ApiConversation *c, const cJSON *input, const cJSON *item, 
     return ok || api_error(err, 400, "input",
                            "input[%zu]: a reasoning item needs one reasoning_text content", i);
   }
-  return api_error(err, 400, "input", "input[%zu]: item type \"%.40s\" is not supported", i,
-                   type);
+  return api_error(err, 400, "input", "input[%zu]: item type \"%.40s\" is not supported", i, type);
 }
 
 static bool build_conversation(const cJSON *input, ApiConversation *c, ApiError *err) {
@@ -238,8 +252,10 @@ static cJSON *echo_of(const cJSON *req, const char *effort, double temperature, 
   cJSON_AddNumberToObject(echo, "top_p", top_p);
   echo_member(echo, req, "max_output_tokens", cJSON_CreateNull());
   cJSON *reasoning = cJSON_AddObjectToObject(echo, "reasoning");
-  if (effort) cJSON_AddStringToObject(reasoning, "effort", effort);
-  else cJSON_AddNullToObject(reasoning, "effort");
+  if (effort)
+    cJSON_AddStringToObject(reasoning, "effort", effort);
+  else
+    cJSON_AddNullToObject(reasoning, "effort");
   cJSON_AddNullToObject(reasoning, "summary");
   cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(echo, "text"), "format"),
                           "type", "text");

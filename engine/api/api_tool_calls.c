@@ -33,15 +33,15 @@ void api_tool_calls_free(ApiToolCalls *c) {
 // Whole answers: the current call's arguments into its object.
 static void close_call(ApiToolCalls *c) {
   if (!c->calls || !c->in_call) return;
-  cJSON *fn = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(c->calls, c->num_calls - 1),
-                                               "function");
+  cJSON *fn =
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(c->calls, c->num_calls - 1), "function");
   cJSON_ReplaceItemInObjectCaseSensitive(fn, "arguments",
                                          cJSON_CreateString(c->args.data ? c->args.data : ""));
   buf_clear(&c->args);
 }
 
-bool api_tool_calls_track(ApiToolCalls *c, const HarmonyParser *p, HarmonyEventKind kind,
-                          bool last, const Buf *delta, bool *started) {
+bool api_tool_calls_track(ApiToolCalls *c, const HarmonyParser *p, HarmonyEventKind kind, bool last,
+                          const Buf *delta, bool *started) {
   *started = false;
   const char *name = api_tool_calls_name(p);
   if (!c->in_call && p->in_content && name) {
@@ -80,8 +80,7 @@ void api_tool_calls_start_delta(const ApiToolCalls *c, const HarmonyParser *p, B
 }
 
 void api_tool_calls_args_delta(const ApiToolCalls *c, const Buf *delta, Buf *out) {
-  buf_printf(out, "\"tool_calls\":[{\"index\":%d,\"function\":{\"arguments\":",
-             c->num_calls - 1);
+  buf_printf(out, "\"tool_calls\":[{\"index\":%d,\"function\":{\"arguments\":", c->num_calls - 1);
   api_json_string(out, delta->data, delta->len);
   buf_append_str(out, "}}]");
 }

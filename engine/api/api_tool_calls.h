@@ -28,8 +28,8 @@ void api_tool_calls_free(ApiToolCalls *c);
 // After each parser push, with the text the event added: true when that text is a call's
 // arguments (whole answers keep it); *started when the event began a call (the parser just read
 // its header). A call ends with its message (kind) or with the answer (last).
-bool api_tool_calls_track(ApiToolCalls *c, const HarmonyParser *p, HarmonyEventKind kind,
-                          bool last, const Buf *delta, bool *started);
+bool api_tool_calls_track(ApiToolCalls *c, const HarmonyParser *p, HarmonyEventKind kind, bool last,
+                          const Buf *delta, bool *started);
 
 // Stream deltas: `"tool_calls":[...]` for the call just begun (with its name from p), or for an
 // arguments piece of the current call.

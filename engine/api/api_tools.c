@@ -70,8 +70,8 @@ static void one_of_variants(const cJSON *variants, const char *indent, bool top,
     nullable_type(v, deeper.data, out);
     Buf comments = {0};
     const char *desc = get_str(v, "description");
-    bool skip = !top && ((i == 0 && desc_above) || (desc && property_desc &&
-                                                    strcmp(desc, property_desc) == 0));
+    bool skip = !top && ((i == 0 && desc_above) ||
+                         (desc && property_desc && strcmp(desc, property_desc) == 0));
     if (desc && !skip) buf_append_str(&comments, desc);
     if (get(v, "default")) {
       if (comments.len) buf_append_byte(&comments, ' ');
@@ -242,8 +242,7 @@ static bool parse_tool(const cJSON *item, bool nested, size_t i, ApiTool *out, A
   if (desc && !cJSON_IsNull(desc) && !cJSON_IsString(desc))
     return api_error(err, 400, "tools", "tools[%zu]: description must be a string", i);
   if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params))
-    return api_error(err, 400, "tools", "tools[%zu]: parameters must be a JSON schema object",
-                     i);
+    return api_error(err, 400, "tools", "tools[%zu]: parameters must be a JSON schema object", i);
   *out = (ApiTool){.name = name,
                    .description = cJSON_IsString(desc) ? desc->valuestring : NULL,
                    .parameters = cJSON_IsObject(params) ? params : NULL};

@@ -16,9 +16,12 @@ static void output_script_run(const Tokenizer *t, const ApiOutputInfo *info, con
   TokenIds ids = {0};
   tok_encode(t, output, strlen(output), true, &ids);
   for (size_t i = 0; i < ids.len; i++) {
-    TokenEvent ev = {.request_id = info->request_id, .has_token = true, .token_id = ids.data[i],
+    TokenEvent ev = {.request_id = info->request_id,
+                     .has_token = true,
+                     .token_id = ids.data[i],
                      .finish = i + 1 == ids.len ? finish : FINISH_NONE,
-                     .num_prompt_tokens = 10, .num_output_tokens = (uint32_t)i + 1};
+                     .num_prompt_tokens = 10,
+                     .num_output_tokens = (uint32_t)i + 1};
     assert_int_equal(api_output_event(&o, &ev, out), 200);
   }
   token_ids_free(&ids);

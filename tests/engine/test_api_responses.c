@@ -18,8 +18,8 @@
 #include "output_script.h"
 
 static ApiRequestContext context(const Tokenizer *t) {
-  return (ApiRequestContext){.model = "m", .t = t, .max_model_len = 4096, .default_seed = 5,
-                             .current_date = "2026-12-04"};
+  return (ApiRequestContext){
+      .model = "m", .t = t, .max_model_len = 4096, .default_seed = 5, .current_date = "2026-12-04"};
 }
 
 static void test_input_items_render_as_vllm_maps_them(void **state) {
@@ -61,8 +61,8 @@ static void test_input_items_render_as_vllm_maps_them(void **state) {
   assert_int_equal(r.params.max_tokens, 50);
   assert_float_equal(r.params.sampling.temperature, 0.5, 1e-6);
   assert_false(r.stream);
-  assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(info.echo, "metadata"), "k")->valuestring,
-                      "v");
+  assert_string_equal(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(info.echo, "metadata"), "k")->valuestring, "v");
   assert_string_equal(
       cJSON_GetObjectItem(cJSON_GetObjectItem(info.echo, "reasoning"), "effort")->valuestring,
       "low");
@@ -116,8 +116,13 @@ static void run_output(const Tokenizer *t, bool stream, const char *output, Fini
   cJSON *echo = cJSON_CreateObject();
   cJSON_AddStringToObject(echo, "tool_choice", "auto");
   ApiResponsesInfo ri = {.echo = echo};
-  ApiOutputInfo info = {.chat = true, .stream = stream, .request_id = 3, .created = 9,
-                        .model = "m", .t = t, .responses = &ri};
+  ApiOutputInfo info = {.chat = true,
+                        .stream = stream,
+                        .request_id = 3,
+                        .created = 9,
+                        .model = "m",
+                        .t = t,
+                        .responses = &ri};
   output_script_run(t, &info, output, finish, out);
   cJSON_Delete(echo);
 }
@@ -203,7 +208,8 @@ static void test_stream_events_come_in_vllms_order(void **state) {
     const char *type = str_of(e, "type");
     if (strcmp(type, last) != 0) buf_printf(&kinds, "%s\n", type + strlen("response."));
     last = type;
-    if (!strcmp(type, "response.reasoning_text.delta")) buf_append_str(&reasoning, str_of(e, "delta"));
+    if (!strcmp(type, "response.reasoning_text.delta"))
+      buf_append_str(&reasoning, str_of(e, "delta"));
     if (!strcmp(type, "response.output_text.delta")) {
       buf_append_str(&text, str_of(e, "delta"));
       assert_int_equal(cJSON_GetObjectItem(e, "output_index")->valueint, 1);
@@ -218,8 +224,8 @@ static void test_stream_events_come_in_vllms_order(void **state) {
                       "output_item.done\ncompleted\n");
   assert_string_equal(reasoning.data, "Think.");
   assert_string_equal(text.data, "Paris.");
-  cJSON *completed = cJSON_GetObjectItem(cJSON_GetArrayItem(events, cJSON_GetArraySize(events) - 1),
-                                         "response");
+  cJSON *completed =
+      cJSON_GetObjectItem(cJSON_GetArrayItem(events, cJSON_GetArraySize(events) - 1), "response");
   assert_string_equal(str_of(completed, "status"), "completed");
   assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(completed, "output")), 2);
   cJSON *created = cJSON_GetObjectItem(cJSON_GetArrayItem(events, 0), "response");

@@ -192,7 +192,8 @@ static void test_tool_faults_are_400s(void **state) {
        "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":[1]}}]", "tools"},
   };
   for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
-    cJSON *m = cJSON_Parse(CASES[i].messages), *tj = CASES[i].tools ? cJSON_Parse(CASES[i].tools) : NULL;
+    cJSON *m = cJSON_Parse(CASES[i].messages),
+          *tj = CASES[i].tools ? cJSON_Parse(CASES[i].tools) : NULL;
     ApiTools tools = {0};
     ApiError err = {0};
     TokenIds ids = {0};
@@ -212,8 +213,8 @@ static void test_tool_faults_are_400s(void **state) {
 }
 
 static void test_tool_choice_fields(void **state) {
-  ApiRequestContext ctx = {.model = "m", .t = *state, .max_model_len = 4096,
-                           .current_date = "2026-12-04"};
+  ApiRequestContext ctx = {
+      .model = "m", .t = *state, .max_model_len = 4096, .current_date = "2026-12-04"};
   static const struct {
     const char *extra;
     unsigned status;
@@ -257,8 +258,8 @@ static const char CALL_OUTPUT[] =
 
 // A chat answer written from output (harmony text), into out.
 static void run_output(const Tokenizer *t, bool stream, const char *output, Buf *out) {
-  ApiOutputInfo info = {.chat = true, .stream = stream, .request_id = 7, .created = 1,
-                        .model = "m", .t = t};
+  ApiOutputInfo info = {
+      .chat = true, .stream = stream, .request_id = 7, .created = 1, .model = "m", .t = t};
   output_script_run(t, &info, output, FINISH_STOP, out);
 }
 
@@ -270,8 +271,7 @@ static void test_whole_answer_carries_tool_calls(void **state) {
   cJSON *msg = cJSON_GetObjectItem(choice, "message");
   assert_string_equal(cJSON_GetObjectItem(choice, "finish_reason")->valuestring, "tool_calls");
   assert_true(cJSON_IsNull(cJSON_GetObjectItem(msg, "content")));
-  assert_string_equal(cJSON_GetObjectItem(msg, "reasoning_content")->valuestring,
-                      "Need the tool.");
+  assert_string_equal(cJSON_GetObjectItem(msg, "reasoning_content")->valuestring, "Need the tool.");
   cJSON *calls = cJSON_GetObjectItem(msg, "tool_calls");
   assert_int_equal(cJSON_GetArraySize(calls), 1);
   cJSON *call = cJSON_GetArrayItem(calls, 0);
