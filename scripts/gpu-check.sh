@@ -76,12 +76,15 @@ bench=$bin/gptoss-bench
 
 # 1 device ------------------------------------------------------------------------------------
 if wants device && may_start device 5 gpu; then
-  if command -v nvidia-smi >/dev/null && timeout 30 nvidia-smi -L > "$out/device.txt" 2>&1 &&
-     grep -q '^GPU ' "$out/device.txt"; then
+  if grep -q '^cuda backend: no' STAGED 2>/dev/null; then
+    record device FAIL "staged without CUDA (CUDA=0 or no nvcc where gpu-stage.sh ran): stage again with nvcc"
+  elif ! command -v nvidia-smi >/dev/null; then
+    record device FAIL "nvidia-smi not found (no GPU driver here; without a GPU: GPU_RUN_DEVICE=cpu)"
+  elif timeout 30 nvidia-smi -L > "$out/device.txt" 2>&1 && grep -q '^GPU ' "$out/device.txt"; then
     timeout 30 nvidia-smi >> "$out/device.txt" 2>&1
     record device PASS "$(head -n 1 "$out/device.txt")"
   else
-    record device FAIL "no nvidia-smi or no GPU: $(tail -n 1 "$out/device.txt" 2>/dev/null)"
+    record device FAIL "nvidia-smi -L lists no GPU: $(tail -n 1 "$out/device.txt" 2>/dev/null)"
   fi
 fi
 

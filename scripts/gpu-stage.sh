@@ -11,12 +11,13 @@
 #   DIR/tests/fixtures/gptoss-tiny, DIR/datasets/sharegpt-synth.json   what the steps read, and
 #   DIR/datasets/tokenizer (o200k_base.tiktoken, found next to bin/ as in the repo)
 #   DIR/gpu-check.sh (the steps), DIR/run.sh (the driver), DIR/STAGED (what was built, and how)
-# Builds with CUDA=1 into BUILD_ROOT (default build/gpu-stage) when nvcc exists, else CUDA=0 with
-# a note in DIR/STAGED (such a folder checks only the packaging, never the GPU). Fails when DIR
-# is over GPU_STAGE_MAX_MIB (60: the device carries at most 64 MiB with the working tree).
+# Builds with CUDA=1 into BUILD_ROOT (default build/gpu-stage) when nvcc exists, else CUDA=0 into
+# build/gpu-stage-cpu with a note in DIR/STAGED (such a folder checks only the packaging, never
+# the GPU). Fails when DIR is over GPU_STAGE_MAX_MIB (60: the device carries at most 64 MiB with
+# the working tree).
 #
 #   scripts/gpu-stage.sh DIR
-#   env: BUILD_ROOT (build/gpu-stage), CUDA (1 when nvcc exists), GPU_STAGE_MAX_MIB (60),
+#   env: BUILD_ROOT (build/gpu-stage[-cpu]), CUDA (1 when nvcc exists), GPU_STAGE_MAX_MIB (60),
 #        GPU_STAGE_FROM=BUILD_DIR: build nothing, stage the binaries already in BUILD_DIR
 #        (the self-test tests/e2e/gpu_stage.sh uses it)
 set -uo pipefail
@@ -33,9 +34,9 @@ if [ -n "${GPU_STAGE_FROM:-}" ]; then
   [ -x "$root/bin/gptoss-engine" ] || die "GPU_STAGE_FROM=$root has no bin/gptoss-engine: build it first (make BUILD_ROOT=$root all)"
   note="binaries taken from $root (GPU_STAGE_FROM), not built"
 else
-  root=${BUILD_ROOT:-build/gpu-stage}
   cuda=${CUDA:-$([ -n "$nvcc" ] && echo 1 || echo 0)}
-  [ "$cuda" = 0 ] && note="CUDA=0: no nvcc here, so the binaries have no CUDA backend; this folder proves the packaging only"
+  root=${BUILD_ROOT:-build/gpu-stage$([ "$cuda" = 0 ] && echo -cpu)}  # never mix CUDA=0/1 objects
+  [ "$cuda" = 0 ] && note="CUDA=0 (no nvcc here, or CUDA=0 given): the binaries have no CUDA backend; this folder proves the packaging only"
   echo "gpu-stage: make CUDA=$cuda BUILD_ROOT=$root (a few minutes with nvcc)"
   make -j"$(nproc)" BUILD_ROOT="$root" CUDA="$cuda" all "$root/tests/test_cuda_ops" \
        "$root/bench/bench_cuda_kernels" > "$root.make.log" 2>&1 ||
