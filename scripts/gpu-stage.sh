@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# gpu-stage.sh: stage 1 of the GPU check (issue 19): on this (CPU, networked) machine, builds what
+# scripts/gpu-check.sh runs and packs it into a self-contained folder DIR that is carried to a bare
+# GPU machine (no network, no Debian dev packages) and run there with `DIR/run.sh OUT`:
+#   DIR/bin        gptoss-engine, gptoss-bench, test_cuda_ops, bench_cuda_kernels (those built)
+#   DIR/lib.tar.gz lib/: every shared library they load per ldd, except the system ones the
+#                  device has (glibc, libm, libpthread, libdl, librt, ld-linux, libstdc++,
+#                  libgcc_s) and the CUDA ones it provides (libcudart, libcublas*, libnccl*,
+#                  libcuda); gzipped because libopenblas alone is 36 MiB (all 56 MiB -> 19 MiB);
+#                  run.sh unpacks it into a temporary folder
+#   DIR/tests/fixtures/gptoss-tiny, DIR/datasets/sharegpt-synth.json   what the steps read, and
+#   DIR/datasets/tokenizer (o200k_base.tiktoken, found next to bin/ as in the repo)
+#   DIR/gpu-check.sh (the steps), DIR/run.sh (the driver), DIR/STAGED (what was built, and how)
+# Builds with CUDA=1 into BUILD_ROOT (default build/gpu-stage) when nvcc exists, else CUDA=0 into
+# build/gpu-stage-cpu with a note in DIR/STAGED (such a folder checks only the packaging, never
+# the GPU). Fails when DIR is over GPU_STAGE_MAX_MIB (60: the device carries at most 64 MiB with
+# the working tree).
+#
+#   scripts/gpu-stage.sh DIR
+#   env: BUILD_ROOT (build/gpu-stage[-cpu]), CUDA (1 when nvcc exists), GPU_STAGE_MAX_MIB (60),
+#        GPU_STAGE_FROM=BUILD_DIR: build nothing, stage the binaries already in BUILD_DIR
+#        (the self-test tests/e2e/gpu_stage.sh uses it)
+set -uo pipefail
+dir=${1:?usage: scripts/gpu-stage.sh DIR (then carry DIR to the GPU machine and run DIR/run.sh OUT)}
+cd "$(dirname "$0")/.." || exit 1
+max_mib=${GPU_STAGE_MAX_MIB:-60}
+die() { echo "gpu-stage: $*" >&2; exit 1; }
+
+# Build (or take) the binaries ------------------------------------------------------------------
+nvcc=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+note=
+if [ -n "${GPU_STAGE_FROM:-}" ]; then
+  root=$GPU_STAGE_FROM
+  [ -x "$root/bin/gptoss-engine" ] || die "GPU_STAGE_FROM=$root has no bin/gptoss-engine: build it first (make BUILD_ROOT=$root all)"
+  note="binaries taken from $root (GPU_STAGE_FROM), not built"
+else
+  cuda=${CUDA:-$([ -n "$nvcc" ] && echo 1 || echo 0)}
+  root=${BUILD_ROOT:-build/gpu-stage$([ "$cuda" = 0 ] && echo -cpu)}  # never mix CUDA=0/1 objects
+  [ "$cuda" = 0 ] && note="CUDA=0 (no nvcc here, or CUDA=0 given): the binaries have no CUDA backend; this folder proves the packaging only"
+  echo "gpu-stage: make CUDA=$cuda BUILD_ROOT=$root (a few minutes with nvcc)"
+  make -j"$(nproc)" BUILD_ROOT="$root" CUDA="$cuda" all "$root/tests/test_cuda_ops" \
+       "$root/bench/bench_cuda_kernels" > "$root.make.log" 2>&1 ||
+    die "make failed (CUDA=$cuda BUILD_ROOT=$root): see $root.make.log: $(grep -m1 -iE 'error|fatal' "$root.make.log")"
+fi
+
+# Only a new, empty or earlier staged folder is replaced (never, say, the repo itself).
+if [ -e "$dir" ] && [ ! -f "$dir/STAGED" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
+  die "$dir exists and is not a staged folder (no STAGED file): give a new or empty folder"
+fi
+rm -rf "${dir:?}"
+mkdir -p "$dir/bin" "$dir/lib" "$dir/tests/fixtures" "$dir/datasets" || die "cannot create $dir"
+bins=()
+for b in bin/gptoss-engine bin/gptoss-bench tests/test_cuda_ops bench/bench_cuda_kernels; do
+  if [ -x "$root/$b" ]; then
+    cp "$root/$b" "$dir/bin/" && bins+=("$dir/bin/${b##*/}")
+  else
+    note+="${note:+; }$root/$b not built: its step will fail"
+  fi
+done
+# Debug info stays here: the device needs the code, not the DWARF (keeps DIR small).
+command -v strip >/dev/null && strip --strip-debug "${bins[@]}"
+
+# The ldd closure, less what the device has ---------------------------------------------------
+system_lib='^(libc|libm|libmvec|libpthread|libdl|librt|libutil|libresolv|libstdc\+\+|libgcc_s|ld-linux[^ ]*|linux-vdso|libcudart|libcublas[A-Za-z]*|libnccl[^ ]*|libcuda|libnvidia[^ ]*)\.so'
+missing=
+while read -r name arrow path _; do
+  [ "$arrow" = "=>" ] || continue
+  [[ "$name" =~ $system_lib ]] && continue
+  if [ "$path" = not ]; then missing+=" $name"; continue; fi
+  [ -e "$dir/lib/$name" ] || cp -L "$path" "$dir/lib/$name" || die "cannot copy $path"
+done < <(ldd "${bins[@]}" 2>/dev/null | grep '=>')
+[ -z "$missing" ] || die "ldd finds no$missing here: install them (scripts/deps.sh) and stage again"
+
+cp -r tests/fixtures/gptoss-tiny "$dir/tests/fixtures/" || die "cannot copy tests/fixtures/gptoss-tiny"
+cp -r datasets/sharegpt-synth.json datasets/tokenizer "$dir/datasets/" ||
+  die "cannot copy datasets/sharegpt-synth.json and datasets/tokenizer (restore them from git)"
+cp scripts/gpu-check.sh "$dir/gpu-check.sh"
+
+nlibs=$(find "$dir/lib" -type f | wc -l)
+cuda_linked=no
+ldd "$dir/bin/gptoss-engine" 2>/dev/null | grep -q libcudart && cuda_linked=yes
+{
+  echo "staged: $(date -u +%FT%TZ) from $(git rev-parse --short HEAD 2>/dev/null) ($(uname -m))"
+  echo "cuda backend: $cuda_linked"
+  [ -n "$note" ] && echo "note: $note"
+  echo "libraries: $(cd "$dir/lib" && echo *)"
+} > "$dir/STAGED"
+tar -czf "$dir/lib.tar.gz" -C "$dir" lib || die "cannot pack $dir/lib into lib.tar.gz"
+rm -rf "${dir:?}/lib"
+
+# run.sh: the device-side driver -----------------------------------------------------------------
+cat > "$dir/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# run.sh (written by scripts/gpu-stage.sh): stage 2 of the GPU check, on the GPU machine. Finds
+# cuBLAS/NCCL/cudart there (ldconfig -p, the pip nvidia-* folders), runs gpu-check.sh's steps on
+# this folder's binaries (device, ops, golden, kernels, serve: each gated on the one before, within
+# GPU_CHECK_BUDGET_S, default 420), prints one summary table, and packs every log into
+# OUT/gpu-check.tar.gz (OUT/summary.txt is the table). Exits 0 when every step that ran passed.
+#   DIR/run.sh OUT        env: GPU_RUN_DEVICE=cpu (no GPU: the golden step on the CPU, the
+#                         CUDA-only steps "skipped: no GPU"), and gpu-check.sh's GPU_CHECK_*
+set -uo pipefail
+out=${1:?usage: run.sh OUT}
+here=$(cd "$(dirname "$0")" && pwd)
+die() { echo "run.sh: $*" >&2; exit 1; }
+mkdir -p "$out" || die "cannot create $out"
+out=$(cd "$out" && pwd) || die "cannot enter $out"
+unpacked=$(mktemp -d "${TMPDIR:-/tmp}/gpu-stage-lib.XXXXXX") || die "cannot make a folder in ${TMPDIR:-/tmp}: set TMPDIR to a writable one"
+tar -xzf "$here/lib.tar.gz" -C "$unpacked" || die "cannot unpack $here/lib.tar.gz into $unpacked (is DIR complete?)"
+trap 'rm -rf "$unpacked"' EXIT
+libs=$unpacked/lib
+# CUDA libraries the device provides: the ld.so cache first, then the pip nvidia-* wheels.
+for d in $(ldconfig -p 2>/dev/null | awk '/lib(cublas|cudart|nccl)[^ ]*\.so/ { sub(/\/[^\/]*$/, "", $NF); print $NF }' | sort -u) \
+         $(timeout 20 find /usr /opt "${HOME:-/root}" -maxdepth 9 -type d -path '*-packages/nvidia/*/lib' 2>/dev/null | sort -u) \
+         /usr/local/cuda/lib64; do
+  [ -d "$d" ] && [[ ":$libs:" != *":$d:"* ]] && libs+=:$d
+done
+export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+rm -rf "$out/logs"
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" > "$out/env.txt"
+cat "$here/STAGED" >> "$out/env.txt"
+for b in "$here"/bin/*; do
+  echo "== ldd ${b##*/}"; ldd "$b" 2>&1
+done >> "$out/env.txt"
+missing=$(grep 'not found' "$out/env.txt" | awk '{ print $1 }' | sort -u | tr '\n' ' ')
+[ -z "$missing" ] || echo "run.sh: libraries not found here: $missing(the steps that need them will fail; env.txt in the tarball has ldd's output)" >&2
+GPU_CHECK_BIN=$here/bin GPU_CHECK_BUDGET_S=${GPU_CHECK_BUDGET_S:-420} \
+  bash "$here/gpu-check.sh" "$out/logs"
+rc=$?
+mv "$out/env.txt" "$out/logs/"
+cp "$out/logs/summary.txt" "$out/summary.txt" 2>/dev/null
+tar -czf "$out/gpu-check.tar.gz" -C "$out" logs && rm -rf "$out/logs"
+echo "run.sh: logs in $out/gpu-check.tar.gz"
+exit "$rc"
+RUN
+chmod +x "$dir/run.sh" "$dir/gpu-check.sh"
+
+mib=$(du -sm "$dir" | cut -f1)
+echo "gpu-stage: $dir: $mib MiB (limit $max_mib), cuda backend: $cuda_linked, $nlibs libraries in lib.tar.gz"
+[ -n "$note" ] && echo "gpu-stage: note: $note"
+[ "$mib" -le "$max_mib" ] || die "$dir is $mib MiB, over $max_mib MiB (the device carry limit is 64 MiB with the tree): see du -sh $dir/*"
+echo "gpu-stage: carry $dir to the GPU machine, then run: $dir/run.sh OUT"
