@@ -22,7 +22,7 @@
 
 typedef struct {
   const char *reasoning_effort;  // "low", "medium", "high" or NULL (medium)
-  const char *current_date;      // "YYYY-MM-DD" for the system message
+  const char *current_date;      // "YYYY-MM-DD" for the system message; NULL: today's
   const ApiTools *tools;         // the function tools to render (NULL: none)
 } ApiChatOptions;
 

@@ -41,10 +41,20 @@ static bool is_channel(const HarmonyMessage *m, const char *channel) {
   return m->channel && strcmp(m->channel, channel) == 0;
 }
 
+// Today's local date as "YYYY-MM-DD" (what vLLM puts in the system message).
+static void today(char out[11]) {
+  time_t now = time(NULL);
+  struct tm tm;
+  localtime_r(&now, &tm);
+  strftime(out, 11, "%Y-%m-%d", &tm);
+}
+
 void api_conv_render(const ApiConversation *c, const ApiPreamble *p, const Tokenizer *t,
                      TokenIds *out) {
   bool tools = p->tools && p->tools->num_items > 0;
-  HarmonySystemOptions sys = {.current_date = p->current_date,
+  char date[11];
+  if (!p->current_date) today(date);
+  HarmonySystemOptions sys = {.current_date = p->current_date ? p->current_date : date,
                               .reasoning_effort = p->reasoning_effort,
                               .without_commentary = !tools,
                               .has_function_tools = tools};
@@ -65,11 +75,4 @@ void api_conv_render(const ApiConversation *c, const ApiPreamble *p, const Token
   free(msgs);
   buf_free(&system);
   buf_free(&developer);
-}
-
-void api_conv_today(char out[11]) {
-  time_t now = time(NULL);
-  struct tm tm;
-  localtime_r(&now, &tm);
-  strftime(out, 11, "%Y-%m-%d", &tm);
 }

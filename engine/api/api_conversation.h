@@ -19,7 +19,7 @@ typedef struct {
 } ApiConversation;
 
 typedef struct {
-  const char *current_date;      // "YYYY-MM-DD" (vLLM: today's date)
+  const char *current_date;      // "YYYY-MM-DD"; NULL: today's local date (as vLLM)
   const char *reasoning_effort;  // "low", "medium", "high" or NULL (medium)
   const char *instructions;      // NULL: none
   const ApiTools *tools;         // NULL or empty: none
@@ -34,8 +34,5 @@ void api_conv_render(const ApiConversation *c, const ApiPreamble *p, const Token
                      TokenIds *out);
 
 void api_conv_free(ApiConversation *c);
-
-// Today's local date as "YYYY-MM-DD" (what vLLM puts in the system message).
-void api_conv_today(char out[11]);
 
 #endif

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "api/api_chat.h"
-#include "api/api_conversation.h"
 #include "api/api_refuse.h"
 #include "api/api_sampling.h"
 #include "common/check.h"
@@ -35,7 +34,7 @@ static bool get_number(const cJSON *req, const char *name, double lo, double hi,
   return true;
 }
 
-static bool get_bool(const cJSON *obj, const char *name, bool *out, ApiError *err) {
+bool api_request_get_bool(const cJSON *obj, const char *name, bool *out, ApiError *err) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
   if (absent(v)) return true;
   if (!cJSON_IsBool(v)) return api_error(err, 400, name, "%s must be true or false", name);
@@ -72,7 +71,8 @@ static bool parse_stop(const cJSON *req, ApiRequest *r, ApiError *err) {
     }
     r->stop[r->num_stop++] = xstrdup(s->valuestring);
   }
-  return get_bool(req, "include_stop_str_in_output", &r->include_stop_str_in_output, err);
+  return api_request_get_bool(req, "include_stop_str_in_output", &r->include_stop_str_in_output,
+                              err);
 }
 
 static bool parse_sampling(const cJSON *req, bool chat, const ApiRequestContext *c, ApiRequest *r,
@@ -100,12 +100,12 @@ static bool parse_sampling(const cJSON *req, bool chat, const ApiRequestContext 
   r->params.seed = absent(given_seed) ? c->default_seed
                    : seed < 0         ? (uint64_t)(int64_t)seed
                                       : (uint64_t)seed;
-  return get_bool(req, "ignore_eos", &r->params.ignore_eos, err) &&
-         get_bool(req, "return_token_ids", &r->return_token_ids, err);
+  return api_request_get_bool(req, "ignore_eos", &r->params.ignore_eos, err) &&
+         api_request_get_bool(req, "return_token_ids", &r->return_token_ids, err);
 }
 
 static bool parse_stream(const cJSON *req, ApiRequest *r, ApiError *err) {
-  if (!get_bool(req, "stream", &r->stream, err)) return false;
+  if (!api_request_get_bool(req, "stream", &r->stream, err)) return false;
   const cJSON *options = cJSON_GetObjectItemCaseSensitive(req, "stream_options");
   if (absent(options)) return true;
   if (!cJSON_IsObject(options))
@@ -114,8 +114,8 @@ static bool parse_stream(const cJSON *req, ApiRequest *r, ApiError *err) {
     return api_error(err, 400, "stream_options",
                      "stream_options can only be given when stream is true");
   bool continuous = false;
-  if (!get_bool(options, "include_usage", &r->include_usage, err) ||
-      !get_bool(options, "continuous_usage_stats", &continuous, err))
+  if (!api_request_get_bool(options, "include_usage", &r->include_usage, err) ||
+      !api_request_get_bool(options, "continuous_usage_stats", &continuous, err))
     return false;
   r->continuous_usage = continuous && r->include_usage;  // vLLM needs both
   return true;
@@ -124,7 +124,7 @@ static bool parse_stream(const cJSON *req, ApiRequest *r, ApiError *err) {
 // completions' echo; with logprobs it would need the prompt's logprobs, which are not computed.
 static bool parse_echo(const cJSON *req, ApiRequest *r, ApiError *err) {
   if (r->chat) return true;  // chat's echo is refused (api_refuse.c)
-  if (!get_bool(req, "echo", &r->echo, err)) return false;
+  if (!api_request_get_bool(req, "echo", &r->echo, err)) return false;
   if (r->echo && r->params.logprobs)
     return api_error(err, 400, "echo",
                      "echo with logprobs needs the prompt's logprobs, which are not supported");
@@ -163,7 +163,7 @@ static bool one_prompt(const cJSON *prompt, const Tokenizer *t, TokenIds *out, A
 static bool parse_tool_choice(const cJSON *req, bool *include_tools, ApiError *err) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "tool_choice");
   bool pc = true;
-  if (!get_bool(req, "parallel_tool_calls", &pc, err)) return false;
+  if (!api_request_get_bool(req, "parallel_tool_calls", &pc, err)) return false;
   *include_tools = true;
   if (absent(v) || (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0)) return true;
   if (cJSON_IsString(v) && strcmp(v->valuestring, "none") == 0) {
@@ -214,10 +214,8 @@ static bool parse_prompt(const cJSON *req, bool chat, const ApiRequestContext *c
   if (!parse_tool_choice(req, &include_tools, err) ||
       !api_tools_parse(cJSON_GetObjectItemCaseSensitive(req, "tools"), true, &tools, err))
     return false;
-  char today[11];
-  api_conv_today(today);
   ApiChatOptions o = {.reasoning_effort = absent(effort) ? NULL : effort->valuestring,
-                      .current_date = c->current_date ? c->current_date : today,
+                      .current_date = c->current_date,
                       .tools = include_tools ? &tools : NULL};
   bool ok = api_chat_render(v, &o, c->t, &r->prompt, err);
   api_tools_free(&tools);
@@ -293,10 +291,6 @@ cJSON *api_request_object(const char *body, size_t len, ApiError *err) {
             req ? "" : " (malformed JSON)");
   cJSON_Delete(req);
   return NULL;
-}
-
-bool api_request_get_bool(const cJSON *obj, const char *name, bool *out, ApiError *err) {
-  return get_bool(obj, name, out, err);
 }
 
 bool api_request_parse(ApiRequest *r, const ApiRequestContext *c, bool chat, const char *body,

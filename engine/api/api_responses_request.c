@@ -282,9 +282,7 @@ static bool parse_object(ApiRequest *r, ApiResponsesInfo *info, const cJSON *req
   ApiConversation conv = {0};
   bool ok = build_conversation(get(req, "input"), &conv, err);
   if (ok) {
-    char today[11];
-    api_conv_today(today);
-    ApiPreamble p = {.current_date = c->current_date ? c->current_date : today,
+    ApiPreamble p = {.current_date = c->current_date,
                      .reasoning_effort = effort,
                      .instructions = str(req, "instructions"),
                      .tools = &tools};

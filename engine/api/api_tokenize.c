@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "api/api_chat.h"
-#include "api/api_conversation.h"
 #include "text/stream_decoder.h"
 
 ApiTextRoute api_tokenize_route(const char *url) {
@@ -79,10 +78,8 @@ static bool chat_ids(const cJSON *req, const ApiRequestContext *c, TokenIds *ids
       return api_error(err, 400, "chat_template_kwargs",
                        "chat_template_kwargs may only hold a reasoning_effort string");
   }
-  char today[11];
-  api_conv_today(today);
   ApiChatOptions o = {.reasoning_effort = effort ? effort->valuestring : NULL,
-                      .current_date = c->current_date ? c->current_date : today};
+                      .current_date = c->current_date};
   if (!api_chat_render(field(req, "messages"), &o, t, ids, err)) return false;
   if (generation_prompt) return true;
   TokenIds tail = {0};

@@ -157,12 +157,10 @@ static GenerateOptions parse_options(int argc, char **argv) {
 // --chat: the prompt serve renders for one user message (vLLM's system message, today's date or
 // GPTOSS_TEST_CURRENT_DATE as in serve), so generate's ids are what serve would produce.
 static void chat_prompt(const Tokenizer *tok, const char *user, TokenIds *ids) {
-  char today[11];
-  api_conv_today(today);
-  const char *date = getenv("GPTOSS_TEST_CURRENT_DATE");
   ApiConversation conv = {0};
   api_conv_add(&conv, "user", NULL, NULL, NULL, user);
-  api_conv_render(&conv, &(ApiPreamble){.current_date = date ? date : today}, tok, ids);
+  api_conv_render(&conv, &(ApiPreamble){.current_date = getenv("GPTOSS_TEST_CURRENT_DATE")}, tok,
+                  ids);
   api_conv_free(&conv);
 }
 static void prompt_tokens(const GenerateOptions *o, const Tokenizer *tok, TokenIds *ids) {
