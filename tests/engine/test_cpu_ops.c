@@ -161,31 +161,50 @@ static int teardown_backend(void **state) {
 // ---------------------------------------------------------------------------------------------
 // linear
 
-// Whether the backend under test multiplies format f with an AVX-512 kernel (the same question
-// cpu_backend_create asks the CPU).
-static bool uses_kernel(WeightFormat f) {
+// How the backend under test rounds the inputs of format f: not at all (float32 products), to
+// bf16, or to int8 with one scale per `int8_span` columns (the same question cpu_backend_create
+// asks the CPU, answered independently).
+typedef enum { ROUND_NONE, ROUND_BF16, ROUND_INT8 } InputRounding;
+
+static InputRounding kernel_rounding(WeightFormat f, int64_t cols, int64_t *int8_span) {
   if (!g_fast || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
       !__builtin_cpu_supports("avx512vl"))
-    return false;
-  if (f == WEIGHT_Q8) return __builtin_cpu_supports("avx512vnni");
-  return (f == WEIGHT_BF16 || f == WEIGHT_MXFP4) && __builtin_cpu_supports("avx512bf16");
+    return ROUND_NONE;
+  const bool vnni = __builtin_cpu_supports("avx512vnni");
+  const char *mxfp4 = getenv("GPTOSS_CPU_MXFP4");
+  *int8_span = cols;  // Q8: one scale per row
+  if (f == WEIGHT_Q8) return vnni ? ROUND_INT8 : ROUND_NONE;
+  if (f == WEIGHT_MXFP4 && vnni && !(mxfp4 && strcmp(mxfp4, "bf16") == 0)) {
+    *int8_span = 32;  // MXFP4 through cpu_mx8.c: one scale per 32-column block
+    return ROUND_INT8;
+  }
+  return (f == WEIGHT_BF16 || f == WEIGHT_MXFP4) && __builtin_cpu_supports("avx512bf16")
+             ? ROUND_BF16
+             : ROUND_NONE;
 }
 
-// The input the backend multiplies: x itself, or x rounded as the kernel rounds it: to bf16
-// (nearest even), or to int8 steps of max |x row| / 127 (cpu_q8.c's arithmetic, in float).
+// Rounds input rows in place as the kernel for format f does: not at all, to bf16 (nearest
+// even), or to int8 steps of max |x| / 127 over each span of columns (cpu_q8.c's and
+// cpu_mx8.c's arithmetic, in float).  x: [num_rows, cols]
+static void round_like_kernel(WeightFormat f, float *x, int num_rows, int64_t cols) {
+  int64_t span = cols;
+  const InputRounding rounding = kernel_rounding(f, cols, &span);
+  for (int64_t c0 = 0; rounding != ROUND_NONE && c0 < (int64_t)num_rows * cols; c0 += span) {
+    float *part = x + c0, amax = 0;  // [span] within one row
+    for (int64_t c = 0; c < span; c++) amax = fmaxf(amax, fabsf(part[c]));
+    const float inv = amax > 0 ? 127.0f / amax : 0.0f, step = amax / 127.0f;
+    for (int64_t c = 0; c < span; c++)
+      part[c] = rounding == ROUND_INT8 ? (float)((double)nearbyintf(part[c] * inv) * step)
+                                       : (float)bf16_to_double(bf16_from_float(part[c]));
+  }
+}
+
+// The input the backend multiplies: x rounded as the kernel rounds it (a copy).
 // x: [num_rows, cols]; returns [num_rows, cols]
 static float *kernel_input(WeightFormat f, const float *x, int num_rows, int64_t cols) {
   float *out = xmalloc((size_t)(num_rows * cols + 1) * sizeof(float));
   memcpy(out, x, (size_t)(num_rows * cols) * sizeof(float));
-  if (!uses_kernel(f)) return out;
-  for (int m = 0; m < num_rows; m++) {
-    float *row = out + m * cols, amax = 0;
-    for (int64_t c = 0; c < cols; c++) amax = fmaxf(amax, fabsf(row[c]));
-    const float inv = amax > 0 ? 127.0f / amax : 0.0f, step = amax / 127.0f;
-    for (int64_t c = 0; c < cols; c++)
-      row[c] = f == WEIGHT_Q8 ? (float)((double)nearbyintf(row[c] * inv) * step)
-                              : (float)bf16_to_double(bf16_from_float(row[c]));
-  }
+  round_like_kernel(f, out, num_rows, cols);
   return out;
 }
 
@@ -236,7 +255,7 @@ static void test_linear_bf16(void **state) {
 static void test_linear_mxfp4(void **state) {
   Backend *be = *state;
   const int shapes[][3] = {{1, 1, 32},  {1, 5, 64},   {3, 9, 96},
-                           {4, 33, 32}, {6, 33, 128}, {7, 200, 4096}};
+                           {4, 33, 32}, {6, 33, 128}, {7, 200, 4096}, {7, 64, 64}, {13, 64, 64}, {5, 64, 32}, {1, 64, 32}, {2,64,64}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int v = 0; v < 4; v++)
       check_linear(be, WEIGHT_MXFP4, shapes[i][0], shapes[i][1], shapes[i][2], v & 1, v & 2,
@@ -267,14 +286,15 @@ static void test_linear_mxfp4_hand(void **state) {
   blocks[1][0][3] = 0x7E;
   WeightMatrix w = {
       .format = WEIGHT_MXFP4, .rows = 2, .cols = 64, .data = blocks, .scales = scales};
+  // x = 1, 2, ..., with 127 ending each block: exact in bf16 and in int8 steps of max / 127.
   float x[5][64], y[5][2];
   for (int m = 0; m < 5; m++)
-    for (int c = 0; c < 64; c++) x[m][c] = (float)(c + 1);
+    for (int c = 0; c < 64; c++) x[m][c] = c % 32 == 31 ? 127.0f : (float)(c + 1);
   for (int num_rows = 1; num_rows <= 5; num_rows += 4) {  // row-by-row and tiled paths
     be->linear(be, &w, NULL, &x[0][0], num_rows, &y[0][0], false);
     for (int m = 0; m < num_rows; m++) {
-      assert_true(y[m][0] == 1.0f * 1 + 2.0f * 2 - 0.25f * 63 - 3.0f * 64);  // -202.75
-      assert_true(y[m][1] == -4.0f * 7 + 6.0f * 8);                          // 20
+      assert_true(y[m][0] == 1.0f * 1 + 2.0f * 2 - 0.25f * 63 - 3.0f * 127);  // -391.75
+      assert_true(y[m][1] == -4.0f * 7 + 6.0f * 8);                           // 20
     }
   }
 }
@@ -846,7 +866,8 @@ static double ref_swiglu(double g, double lin, double limit) {
   return g / (1.0 + exp(-1.702 * g)) * (lin + 1.0);
 }
 
-// out[t] = residual[t] + sum over token t's top-k experts e of w_e (mlp2_e(swiglu(mlp1_e x)) + b).
+// out[t] = residual[t] + sum over token t's top-k experts e of w_e (mlp2_e(swiglu(mlp1_e x)) + b),
+// with mlp1's and mlp2's inputs rounded as the backend's kernels round them.
 // x, residual, out: [num_tokens, hidden]
 static void ref_moe(const Moe *m, const float *x, const float *residual, int num_tokens,
                     double limit, double *out) {
@@ -854,9 +875,12 @@ static void ref_moe(const Moe *m, const float *x, const float *residual, int num
   const int I = m->c.intermediate_size;
   double *logit = xmalloc((size_t)E * sizeof(double)), *h = xmalloc(2 * (size_t)I * sizeof(double));
   double *act = xmalloc((size_t)I * sizeof(double));
+  float *xr = xmalloc((size_t)H * sizeof(float)), *ar = xmalloc((size_t)I * sizeof(float));
   int top[64];
   for (int t = 0; t < num_tokens; t++) {
     const float *xt = x + (size_t)t * H;
+    memcpy(xr, xt, (size_t)H * sizeof(float));
+    round_like_kernel(m->mlp1[0].m.format, xr, 1, H);
     for (int e = 0; e < E; e++) {
       logit[e] = m->gate_bias[e];
       for (int c = 0; c < H; c++) logit[e] += (double)xt[c] * m->gate.dense[(size_t)e * H + c];
@@ -877,9 +901,11 @@ static void ref_moe(const Moe *m, const float *x, const float *residual, int num
       const double w = exp(logit[e] - logit[top[0]]) / sum;
       for (int o = 0; o < 2 * I; o++) {
         h[o] = m->mlp1_bias[(size_t)e * 2 * I + o];
-        for (int c = 0; c < H; c++) h[o] += (double)xt[c] * m->mlp1[e].dense[(size_t)o * H + c];
+        for (int c = 0; c < H; c++) h[o] += (double)xr[c] * m->mlp1[e].dense[(size_t)o * H + c];
       }
-      for (int i = 0; i < I; i++) act[i] = ref_swiglu(h[2 * i], h[2 * i + 1], limit);
+      for (int i = 0; i < I; i++) ar[i] = (float)ref_swiglu(h[2 * i], h[2 * i + 1], limit);
+      round_like_kernel(m->mlp2[0].m.format, ar, 1, I);
+      for (int i = 0; i < I; i++) act[i] = ar[i];
       for (int o = 0; o < H; o++) {
         double y = m->mlp2_bias[(size_t)e * H + o];
         for (int i = 0; i < I; i++) y += act[i] * m->mlp2[e].dense[(size_t)o * I + i];
@@ -887,7 +913,7 @@ static void ref_moe(const Moe *m, const float *x, const float *residual, int num
       }
     }
   }
-  free(logit), free(h), free(act);
+  free(logit), free(h), free(act), free(xr), free(ar);
 }
 
 // Runs the op on x (scaled by x_scale) and checks it against the reference; returns the largest
@@ -913,7 +939,8 @@ static double check_moe(Backend *be, const Moe *m, int num_tokens, float x_scale
     scale = fmax(scale, fabs(want[i]));
     clamp_effect = fmax(clamp_effect, fabs(want[i] - unclamped[i]));
   }
-  // bf16 experts on the default backend: mlp1's and mlp2's inputs rounded to bf16.
+  // Quantized experts on the default backend: the reference rounds their inputs as the kernels
+  // do, but a value next to a rounding boundary may still round the other way.
   const bool rounded = g_fast && m->mlp1[0].m.format != WEIGHT_F32;
   expect_close(res, want, (size_t)num_tokens * H, (rounded ? 4e-3 : 1e-5) * scale, 1e-4, "moe");
   free(x), free(res), free(want), free(unclamped);

@@ -1,11 +1,13 @@
 // test_fast_formats.c: the golden fixtures (tests/fixtures/gptoss-tiny) run in the fast weight
 // formats (--weight-format bf16 and q8: MXFP4 experts, bf16 dense weights, the unembedding in
 // 8 bits with q8) on the default CPU backend, whose kernels also round the inputs of those
-// products (to bf16, to int8): the logits at every prompt position stay within 4% of the
-// float64 reference (the errors are printed; docs/PERF.md records them; these tiny random
-// models amplify a 0.2% change of layer 0's inputs about tenfold), and the portable backend's
-// logits in the same formats agree with the default one's to the same degree. The exact path
-// (float32 weights) is test_golden.c's.
+// products (to bf16; to int8 for the q8 unembedding and, where the CPU has VNNI, the MXFP4
+// experts, one scale per 32 values): the logits at every prompt position stay within 6% of
+// the float64 reference, and within 4% with the experts' inputs in bf16 (GPTOSS_CPU_MXFP4=bf16).
+// The errors are printed and docs/PERF.md records them: 2.2-2.6% with bf16 inputs, 3.1-4.0%
+// with int8 ones; these tiny random models amplify a 0.2% change of layer 0's inputs about
+// tenfold. The portable backend's logits in the same formats agree with the default one's to
+// the same degree. The exact path (float32 weights) is test_golden.c's.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -105,20 +107,30 @@ static void check(const char *fixture, const char *format, double bound) {
 
 static void test_bf16_dense_mxfp4_experts(void **state) {
   (void)state;
-  check("a", "bf16", 0.04);
-  check("b", "bf16", 0.04);
+  check("a", "bf16", 0.06);
+  check("b", "bf16", 0.06);
 }
 
 static void test_q8_dense_mxfp4_experts(void **state) {
   (void)state;
-  check("a", "q8", 0.04);
+  check("a", "q8", 0.06);
+  check("b", "q8", 0.06);
+}
+
+// The same with the experts' inputs rounded to bf16, not int8 (read when a backend is made).
+static void test_bf16_expert_inputs(void **state) {
+  (void)state;
+  setenv("GPTOSS_CPU_MXFP4", "bf16", 1);
+  check("a", "bf16", 0.04);
   check("b", "q8", 0.04);
+  unsetenv("GPTOSS_CPU_MXFP4");
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bf16_dense_mxfp4_experts),
       cmocka_unit_test(test_q8_dense_mxfp4_experts),
+      cmocka_unit_test(test_bf16_expert_inputs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

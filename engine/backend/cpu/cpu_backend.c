@@ -71,6 +71,10 @@ static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
   st->avx512 = fast_kernels && cpu_has_avx512_base();
   st->avx512_vnni = st->avx512 && __builtin_cpu_supports("avx512vnni");
   st->avx512_bf16 = st->avx512 && __builtin_cpu_supports("avx512bf16");
+  const char *mxfp4 = getenv("GPTOSS_CPU_MXFP4");
+  if (mxfp4 && *mxfp4 && strcmp(mxfp4, "int8") != 0 && strcmp(mxfp4, "bf16") != 0)
+    die("GPTOSS_CPU_MXFP4='%s': int8 (the default where the CPU has AVX512_VNNI) or bf16", mxfp4);
+  st->mxfp4_int8 = st->avx512_vnni && !(mxfp4 && strcmp(mxfp4, "bf16") == 0);
   // The ops split matrix products across the pool's threads and call OpenBLAS from each of them,
   // single-threaded: two pools of spinning threads on the same cores would fight.
   openblas_set_num_threads(1);

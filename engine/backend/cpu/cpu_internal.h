@@ -36,6 +36,9 @@ typedef struct {
   bool avx512;       // AVX512F/BW/VL: cpu_attn512.c
   bool avx512_vnni;  // AVX512F/BW/VL + VNNI: cpu_q8.c
   bool avx512_bf16;  // AVX512F/BW/VL + BF16: cpu_bf16.c
+  // MXFP4 weights through cpu_mx8.c (8-bit inputs): avx512_vnni unless GPTOSS_CPU_MXFP4=bf16
+  // keeps them on cpu_bf16.c (bf16 inputs: slower, closer to float32).
+  bool mxfp4_int8;
   CpuScratch scratch[CPU_SCRATCH_COUNT];
 } CpuState;
 
@@ -72,6 +75,9 @@ void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_r
                    bool serial);
 void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
                      bool serial);
+// cpu_mx8_linear: WEIGHT_MXFP4 with 8-bit inputs (needs avx512_vnni; cols a multiple of 32).
+void cpu_mx8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
+                    bool serial);
 
 // Attention of token t's query heads in kv head kvh's group over keys lo .. hi of sequence s
 // with AVX-512 (cpu_attn512.c), when cpu_attn512_fits(a): head_dim a multiple of 16 up to 256,

@@ -1,5 +1,5 @@
 // cpu_linear.c: y = x W^T + b for every weight format. Q8, BF16 and MXFP4 weights go to the
-// AVX-512 kernels (cpu_q8.c, cpu_bf16.c) when the CPU has them. Otherwise, and for F32, the
+// AVX-512 kernels (cpu_q8.c, cpu_bf16.c, cpu_mx8.c) when the CPU has them. Otherwise, and for F32, the
 // output features are split across the backend's threads; each runs single-threaded OpenBLAS
 // on its slice: F32 weights directly, the others either decoded a tile of rows at a time (many
 // input rows) or one row at a time dotted with every input row (a few input rows, where reading
@@ -107,6 +107,10 @@ void cpu_linear(Backend *be, const WeightMatrix *w, const float *bias, const flo
   const bool serial = rows * cols * num_rows < CPU_LINEAR_PARALLEL_MIN;
   if (w->format == WEIGHT_Q8 && st->avx512_vnni) {
     cpu_q8_linear(be, w, x, num_rows, y, serial);
+    return;
+  }
+  if (w->format == WEIGHT_MXFP4 && st->mxfp4_int8) {
+    cpu_mx8_linear(be, w, x, num_rows, y, serial);
     return;
   }
   if ((w->format == WEIGHT_BF16 || w->format == WEIGHT_MXFP4) && st->avx512_bf16) {
