@@ -38,6 +38,7 @@ else
   root=${BUILD_ROOT:-build/gpu-stage$([ "$cuda" = 0 ] && echo -cpu)}  # never mix CUDA=0/1 objects
   [ "$cuda" = 0 ] && note="CUDA=0 (no nvcc here, or CUDA=0 given): the binaries have no CUDA backend; this folder proves the packaging only"
   echo "gpu-stage: make CUDA=$cuda BUILD_ROOT=$root (a few minutes with nvcc)"
+  mkdir -p "$(dirname "$root")" || die "cannot create the folder of $root"
   make -j"$(nproc)" BUILD_ROOT="$root" CUDA="$cuda" all "$root/tests/test_cuda_ops" \
        "$root/bench/bench_cuda_kernels" > "$root.make.log" 2>&1 ||
     die "make failed (CUDA=$cuda BUILD_ROOT=$root): see $root.make.log: $(grep -m1 -iE 'error|fatal' "$root.make.log")"

@@ -178,7 +178,7 @@ static void bench_moe(Backend *gpu, Backend *cpu, const char *model, int num_exp
   L.mlp1 = w1, L.mlp2 = w2;
   L.mlp1_bias = host_floats((size_t)E * 2 * I, 0.1f);
   L.mlp2_bias = host_floats((size_t)E * H, 0.1f);
-  GptOssWeights host = {.config = c, .layers = &L}, dev;
+  GptOssWeights host = {.config = c, .shard = shard_whole(&c), .layers = &L}, dev;
   upload(gpu, &host, &dev);
   const double expert_bytes = (double)(n1 + n2) / 2 + (double)(n1 + n2) / 32;
 

@@ -709,7 +709,7 @@ static void moe_init(Twins *t, Moe *m, int hidden, int inter, int experts, int k
   L->mlp1 = m->mlp1, L->mlp2 = m->mlp2;
   L->mlp1_bias = random_floats(&r, (size_t)experts * 2 * inter, 0.5f);
   L->mlp2_bias = random_floats(&r, (size_t)experts * hidden, 0.5f);
-  m->host = (GptOssWeights){.config = *c, .layers = &m->layer};
+  m->host = (GptOssWeights){.config = *c, .shard = shard_whole(c), .layers = &m->layer};
   char err[512];
   if (!cuda_weights_upload(t->gpu, &m->host, &m->dev, err, sizeof err)) {
     print_error("cuda_weights_upload: %s\n", err);
