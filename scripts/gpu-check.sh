@@ -14,19 +14,27 @@
 #                prompt logits against logits.npy and greedy ids against golden.json, as
 #                tests/e2e/engine_generate.sh does for the CPU: f32 weights as tightly as the
 #                CPU (1e-4), bf16 weights within 5e-2 (section 3 below says why)
-#   4 kernels    bench_cuda_kernels: MoE and attention GB/s and TFLOP/s against
+#   4 sampling   `gptoss-engine serve gpt-oss-tiny --load-format dummy --device cuda`: 32 greedy
+#                random 64/48 completions sampled on the device, then again with
+#                GPTOSS_HOST_SAMPLING=1 (every row on the host): the texts (none empty) must be
+#                the same
+#   5 kernels    bench_cuda_kernels: MoE and attention GB/s and TFLOP/s against
 #                the measured copy bandwidth and cuBLAS bf16 rate
-#   5 serve      `gptoss-engine serve openai/gpt-oss-20b --load-format dummy --device cuda`,
-#                without and with --async-scheduling, each measured by `gptoss-bench bench` on
-#                random 2000/100 and datasets/sharegpt-synth.json (200 prompts each)
+#   6 serve      `gptoss-engine serve openai/gpt-oss-20b --load-format dummy --device cuda` in
+#                each of GPU_CHECK_SERVE_MODES (sync: the defaults; async: --async-scheduling;
+#                host-sampling: GPTOSS_HOST_SAMPLING=1, for what device sampling saves), each
+#                measured by `gptoss-bench bench` on random 2000/100 and
+#                datasets/sharegpt-synth.json (200 prompts each)
 # Stays within GPU_CHECK_BUDGET_S seconds (default 470; run.sh: 420): a step that would start
 # past it is recorded as "skipped (time)", one cut off by it as "partial (time)" with what it
 # had. Exits 0 when every step that ran passed.
 #
 #   scripts/gpu-check.sh OUTDIR
 #   env: GPU_CHECK_BIN (set by run.sh), GPU_RUN_DEVICE (cuda; cpu), GPU_CHECK_BUDGET_S (470),
-#        GPU_CHECK_PROMPTS (200), GPU_CHECK_SERVE_ARGS (extra `serve` flags), GPU_CHECK_STEPS
-#        ("device ops golden kernels serve": run only these), and gpu-stage.sh's BUILD_ROOT, CUDA
+#        GPU_CHECK_PROMPTS (200), GPU_CHECK_SERVE_ARGS (extra `serve` flags),
+#        GPU_CHECK_SERVE_MODES ("sync async host-sampling"), GPU_CHECK_SERVE_MODEL
+#        (openai/gpt-oss-20b), GPU_CHECK_STEPS ("device ops golden sampling kernels serve": run
+#        only these), and gpu-stage.sh's BUILD_ROOT, CUDA
 set -uo pipefail
 out=${1:?usage: scripts/gpu-check.sh OUTDIR}
 mkdir -p "$out"
@@ -40,7 +48,9 @@ cd "$bin/.." || exit 1
 device=${GPU_RUN_DEVICE:-cuda}
 budget=${GPU_CHECK_BUDGET_S:-470}
 prompts=${GPU_CHECK_PROMPTS:-200}
-steps=${GPU_CHECK_STEPS:-device ops golden kernels serve}
+steps=${GPU_CHECK_STEPS:-device ops golden sampling kernels serve}
+serve_modes=${GPU_CHECK_SERVE_MODES:-sync async host-sampling}
+serve_model=${GPU_CHECK_SERVE_MODEL:-openai/gpt-oss-20b}
 start=$(date +%s)
 summary=()
 failed=0
@@ -167,30 +177,11 @@ if wants golden && may_start golden 20; then
   done
 fi
 
-# 4 kernels -----------------------------------------------------------------------------------
-if wants kernels && may_start kernels 60 gpu; then
-  timeout "$(left 150)" "$bin/bench_cuda_kernels" 10 > "$out/kernels.log" 2>&1
-  rc=$?
-  if [ "$rc" -eq 124 ]; then
-    record kernels "partial (time)" "$(grep -c . "$out/kernels.log") lines before the time ran out (kernels.log)"
-  elif [ "$rc" -eq 0 ]; then
-    if grep -q 'skipped: no CUDA device' "$out/kernels.log"; then
-      record kernels FAIL "skipped: no CUDA device"
-    else
-      refs=$(grep -m1 '^references:' "$out/kernels.log" | sed 's/^references: //')
-      record kernels PASS "$refs (table in kernels.log)"
-    fi
-  else
-    record kernels FAIL "see kernels.log: $(tail -n 1 "$out/kernels.log")"
-  fi
-fi
-
-# 5 serve -------------------------------------------------------------------------------------
-serve_start() {  # log, flags... -> sets url, server_pid
+# Serving (steps 4 and 6): one engine at a time, measured by gptoss-bench bench.
+serve_start() {  # log, model, flags... -> sets url, server_pid
   url=
   # shellcheck disable=SC2086  # GPU_CHECK_SERVE_ARGS is a list of flags
-  "$engine" serve openai/gpt-oss-20b --load-format dummy --device cuda --weight-format bf16 \
-    --port 0 ${GPU_CHECK_SERVE_ARGS:-} "${@:2}" > "$1" 2>&1 &
+  "$engine" serve "$2" --device cuda --port 0 ${GPU_CHECK_SERVE_ARGS:-} "${@:3}" > "$1" 2>&1 &
   server_pid=$!
   pids+=("$server_pid")
   local until=$(( $(date +%s) + $(left 200) ))
@@ -211,7 +202,7 @@ serve_stop() {
 metric() {  # log, label -> value
   awk -v label="$2" 'index($0, label) == 1 { print $NF; exit }' "$1"
 }
-bench_run() {  # name, bench flags...
+bench_run() {  # name, bench flags... (a flag given again here overrides the default before it)
   local name=$1; shift
   timeout "$(left 150)" "$bench" bench --base-url "$url" --endpoint-type openai-chat \
        --endpoint /v1/chat/completions --num-prompts "$prompts" --seed 42 --ignore-eos \
@@ -229,17 +220,78 @@ bench_run() {  # name, bench flags...
     record "$name" FAIL "see $name.log: $(tail -n 1 "$out/$name.log")"
   fi
 }
-for mode in sync async; do
+# 4 sampling ----------------------------------------------------------------------------------
+# The same greedy requests sampled on the device and on the host must generate the same texts.
+if wants sampling && may_start sampling 40 gpu; then
+  for where in device host; do
+    if GPTOSS_HOST_SAMPLING=$([ "$where" = host ] && echo 1 || echo 0) \
+         serve_start "$out/sampling-serve-$where.log" gpt-oss-tiny --load-format dummy \
+         --weight-format bf16; then
+      bench_run "sampling-$where" --dataset-name random --random-input-len 64 \
+        --random-output-len 48 --temperature 0 --save-detailed --num-prompts 32 \
+        --endpoint-type openai --endpoint /v1/completions
+    else
+      record "sampling-$where" FAIL "not ready: $(tail -n 1 "$out/sampling-serve-$where.log")"
+    fi
+    serve_stop
+  done
+  if [ -s "$out/sampling-device.json" ] && [ -s "$out/sampling-host.json" ]; then
+    same=$(python3 -c '
+import json, sys
+a, b = (json.load(open(p))["generated_texts"] for p in sys.argv[1:3])
+empty = sum(not x for x in a)
+print("count differs" if len(a) != len(b) else "%d empty" % empty if empty else
+      "%d of %d" % (sum(x == y for x, y in zip(a, b)), len(a)))
+' "$out/sampling-device.json" "$out/sampling-host.json")
+    if [ "${same%% of *}" = "${same##* of }" ] && [ "${same##* of }" -gt 0 ]; then
+      record sampling PASS "greedy texts sampled on the device = on the host: $same"
+    else
+      record sampling FAIL "greedy texts differ between device and host sampling: $same equal"
+    fi
+  else
+    record sampling FAIL "a run left no result (sampling-device.log, sampling-host.log)"
+  fi
+fi
+
+# 5 kernels -----------------------------------------------------------------------------------
+if wants kernels && may_start kernels 60 gpu; then
+  timeout "$(left 150)" "$bin/bench_cuda_kernels" 10 > "$out/kernels.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq 124 ]; then
+    record kernels "partial (time)" "$(grep -c . "$out/kernels.log") lines before the time ran out (kernels.log)"
+  elif [ "$rc" -eq 0 ]; then
+    if grep -q 'skipped: no CUDA device' "$out/kernels.log"; then
+      record kernels FAIL "skipped: no CUDA device"
+    else
+      refs=$(grep -m1 '^references:' "$out/kernels.log" | sed 's/^references: //')
+      record kernels PASS "$refs (table in kernels.log)"
+    fi
+  else
+    record kernels FAIL "see kernels.log: $(tail -n 1 "$out/kernels.log")"
+  fi
+fi
+
+# 6 serve -------------------------------------------------------------------------------------
+for mode in $serve_modes; do
   wants serve || break
   may_start "serve-$mode" 90 gpu || continue
   flags=()
-  [ "$mode" = async ] && flags=(--async-scheduling)
+  host_sampling=0
+  case $mode in
+    sync) ;;
+    async) flags=(--async-scheduling) ;;
+    host-sampling) host_sampling=1 ;;
+    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, host-sampling)"; continue ;;
+  esac
   t0=$(date +%s)
-  if serve_start "$out/serve-$mode.log" "${flags[@]}"; then
+  if GPTOSS_HOST_SAMPLING=$host_sampling serve_start "$out/serve-$mode.log" "$serve_model" \
+       --load-format dummy --weight-format bf16 "${flags[@]}"; then
     record "serve-$mode" PASS "ready in $(( $(date +%s) - t0 )) s"
-    may_start "random-2000-100-$mode" 30 &&
-      bench_run "random-2000-100-$mode" --dataset-name random --random-input-len 2000 \
-        --random-output-len 100
+    if [ "$mode" != host-sampling ]; then
+      may_start "random-2000-100-$mode" 30 &&
+        bench_run "random-2000-100-$mode" --dataset-name random --random-input-len 2000 \
+          --random-output-len 100
+    fi
     may_start "sharegpt-synth-$mode" 30 &&
       bench_run "sharegpt-synth-$mode" --dataset-name sharegpt \
         --dataset-path datasets/sharegpt-synth.json

@@ -17,18 +17,18 @@
 typedef struct Backend Backend;
 
 typedef struct {
-  const float *q;        // [num_tokens, q_stride] query heads (rotated), head-major in each row
-  int q_stride;          // floats between consecutive tokens' q
+  const float *q;  // [num_tokens, q_stride] query heads (rotated), head-major in each row
+  int q_stride;    // floats between consecutive tokens' q
   const KvCache *kv;
   int layer;
-  const float *sinks;    // [num_heads] one logit per query head, unscaled, no value
+  const float *sinks;  // [num_heads] one logit per query head, unscaled, no value
   const Batch *batch;
   int num_heads;
-  int num_kv_heads;      // query head h reads kv head h / (num_heads / num_kv_heads)
+  int num_kv_heads;  // query head h reads kv head h / (num_heads / num_kv_heads)
   int head_dim;
-  int sliding_window;    // > 0: key j is visible to query i only if i - j < sliding_window
-  float scale;           // applied to q.k (not to the sink)
-  float *out;            // [num_tokens, num_heads * head_dim]
+  int sliding_window;  // > 0: key j is visible to query i only if i - j < sliding_window
+  float scale;         // applied to q.k (not to the sink)
+  float *out;          // [num_tokens, num_heads * head_dim]
 } AttentionArgs;
 
 // Router diagnostics for one MoE call (`gptoss-engine generate --route-margins-out`,
@@ -41,15 +41,22 @@ typedef struct {
 typedef struct {
   const GptOssConfig *config;
   const LayerWeights *layer;
-  const float *x;        // [num_tokens, hidden] the normalised input
+  const float *x;  // [num_tokens, hidden] the normalised input
   int num_tokens;
   // The experts this rank holds (expert parallelism, model/shard.h): layer->mlp1[i], mlp2[i] and
   // their biases are expert expert_begin + i. The router still scores all experts; a token's
   // picks outside [expert_begin, expert_end) add nothing here (another rank adds them).
   int expert_begin, expert_end;
-  float *residual;       // [num_tokens, hidden] the MoE output is added here
-  const MoeProbe *probe; // NULL, or diagnostics (host-memory backends only)
+  float *residual;        // [num_tokens, hidden] the MoE output is added here
+  const MoeProbe *probe;  // NULL, or diagnostics (host-memory backends only)
 } MoeArgs;
+
+// How a device samples one row of logits (the op sample below).
+typedef struct {
+  float temperature;  // 0: greedy; > 0: the draw below over softmax(logits / temperature);
+                      // < 0: not on the device (the host samples the row)
+  double draw;        // uniform in [0, 1): the request's next draw (core/sampler.h)
+} SampleRow;
 
 struct Backend {
   const char *name;
@@ -96,6 +103,14 @@ struct Backend {
   // the CPU returns host itself. The forward pass calls it once per call and hands every op
   // the result.
   const Batch *(*upload_batch)(Backend *be, const Batch *host);
+  // Optional (NULL: the host samples every row, as on the CPU). The token of each row of logits
+  // [num_rows, vocab] (backend memory) by rows[i] into host ids[i] (-1 for a row whose
+  // temperature is < 0): greedy is the argmax, lowest id on ties (NaNs aside); a temperature t
+  // takes the first id, in id order, at which the running sum of exp((logit - max) / t) passes
+  // draw times the row's total: core/sampler.h's sampler_sample_drawn over the whole vocabulary,
+  // up to the order of the float sums.
+  void (*sample)(Backend *be, const float *logits, int num_rows, int vocab, const SampleRow *rows,
+                 int32_t *ids);
   // Copies bytes of backend memory to the host (a memcpy on the CPU).
   void (*to_host)(Backend *be, void *dst, const void *src, size_t bytes);
 

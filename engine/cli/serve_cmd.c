@@ -27,11 +27,12 @@ typedef struct {
   int port;
   const char *served_model_name;
   long max_model_len;          // 0: the model's
-  int max_num_batched_tokens;  // vLLM's CPU default: 2048
-  int max_num_seqs;            // vLLM's CPU default: 128
+  int max_num_batched_tokens;  // 0: the device's default (serve_defaults)
+  int max_num_seqs;            // 0: the device's default
   bool async_scheduling;
-  bool enable_prefix_caching;  // vLLM v1's default: on
-  const char *kv_cache_memory;  // bytes ("4GiB", "2000000000") or a fraction of free memory
+  bool enable_prefix_caching;   // vLLM v1's default: on
+  const char *kv_cache_memory;  // bytes ("4GiB", "2000000000") or a fraction of free memory;
+                                // NULL: the device's default
   int block_size;
   const char *load_format;
   const char *weight_format;  // weights_formats_from_name: auto, f32, bf16, q8
@@ -49,8 +50,9 @@ static const char USAGE[] =
     "  MODEL: a checkpoint folder (config.json + *.safetensors) or, with dummy weights, a preset\n"
     "         (openai/gpt-oss-120b, openai/gpt-oss-20b, gpt-oss-tiny)\n"
     "  --host ADDR (127.0.0.1)  --port N (8000)  --served-model-name NAME (MODEL)  --api-key KEY\n"
-    "  --max-model-len N (the model's)  --max-num-batched-tokens N (2048)  --max-num-seqs N (128)\n"
-    "  --async-scheduling  --kv-cache-memory BYTES|FRACTION (0.2 of the free memory)\n"
+    "  --max-model-len N (the model's)  --max-num-batched-tokens N (CPU 2048, CUDA 8192)\n"
+    "  --max-num-seqs N (CPU 128, CUDA 1024)  --async-scheduling\n"
+    "  --kv-cache-memory BYTES|FRACTION of the memory free after the weights (CPU 0.2, CUDA 0.9)\n"
     "  --enable-prefix-caching (the default) | --no-enable-prefix-caching\n"
     "  --block-size N (16)  --load-format auto|safetensors|dummy  --seed N (0)\n"
     "  --weight-format auto|f32|bf16|q8 (auto: q8 for dummy weights, f32 for a checkpoint)\n"
@@ -61,10 +63,7 @@ static const char USAGE[] =
 static ServeOptions parse_options(int argc, char **argv) {
   ServeOptions o = {.host = "127.0.0.1",
                     .port = 8000,
-                    .max_num_batched_tokens = 2048,
-                    .max_num_seqs = 128,
                     .enable_prefix_caching = true,
-                    .kv_cache_memory = "0.2",
                     .block_size = 16,
                     .load_format = "auto",
                     .weight_format = "auto",
@@ -167,6 +166,21 @@ static void check_capabilities(ServeOptions *o) {
           "built-in attention with sinks; leave it unset for the same)",
           o->attention_backend);
   }
+}
+
+// The defaults of what was not given: vLLM's for the CPU (2048 batched tokens, 128 sequences) and
+// for a GPU (8192, 1024; the sequences never above a given budget); the KV cache takes 0.2 of the
+// free memory on the CPU (the host's, shared with everything else) and 0.9 of the device's free
+// memory on CUDA, as vLLM's
+// --gpu-memory-utilization 0.9 (which counts the weights in; ours is what they left free).
+static void serve_defaults(ServeOptions *o, DeviceKind device) {
+  const bool gpu = device == DEVICE_CUDA;
+  if (!o->max_num_batched_tokens) o->max_num_batched_tokens = gpu ? 8192 : 2048;
+  if (!o->max_num_seqs) {  // never above a given token budget
+    o->max_num_seqs = gpu ? 1024 : 128;
+    if (o->max_num_seqs > o->max_num_batched_tokens) o->max_num_seqs = o->max_num_batched_tokens;
+  }
+  if (!o->kv_cache_memory) o->kv_cache_memory = gpu ? "0.9" : "0.2";
   if (o->max_num_seqs > o->max_num_batched_tokens)
     die("serve: --max-num-seqs %d is above --max-num-batched-tokens %d (every running request "
         "needs at least one token of the step budget)",
@@ -184,9 +198,23 @@ static double test_step_slowdown(void) {
     die("serve: GPTOSS_TEST_STEP_SLOWDOWN='%s' must be a factor from 1 to 1000 (it slows every "
         "step, for testing only; unset it to run at full speed)",
         v);
-  fprintf(stderr, "gptoss-engine serve: warning: GPTOSS_TEST_STEP_SLOWDOWN=%g: every step is "
-          "made %gx slower (for testing only)\n", f, f);
+  fprintf(stderr,
+          "gptoss-engine serve: warning: GPTOSS_TEST_STEP_SLOWDOWN=%g: every step is "
+          "made %gx slower (for testing only)\n",
+          f, f);
   return f;
+}
+
+// GPTOSS_HOST_SAMPLING=1: every row of logits is copied to the host and sampled there, even on
+// a backend that samples on its device (the CUDA one): for measuring what device sampling saves.
+static bool host_sampling(void) {
+  const char *v = getenv("GPTOSS_HOST_SAMPLING");
+  if (!v || !*v || strcmp(v, "0") == 0) return false;
+  if (strcmp(v, "1") != 0)
+    die("serve: GPTOSS_HOST_SAMPLING='%s' must be 1 (sample on the host) or 0 (where the logits "
+        "are, the default)",
+        v);
+  return true;
 }
 
 // GPTOSS_TEST_FORCED_OUTPUT=TEXT: harmony text (special tokens allowed, e.g.
@@ -202,8 +230,10 @@ static void test_forced_output(TokenIds *ids) {
   if (!tok_init(&t, TOK_O200K_HARMONY, NULL, err, sizeof err)) die("serve: %s", err);
   tok_encode(&t, v, strlen(v), true, ids);
   tok_free(&t);
-  fprintf(stderr, "gptoss-engine serve: warning: GPTOSS_TEST_FORCED_OUTPUT: every request's "
-          "first %zu output tokens are scripted (for testing only)\n", ids->len);
+  fprintf(stderr,
+          "gptoss-engine serve: warning: GPTOSS_TEST_FORCED_OUTPUT: every request's "
+          "first %zu output tokens are scripted (for testing only)\n",
+          ids->len);
 }
 
 // --kv-cache-memory: bytes with an optional K/KiB/M/MiB/G/GiB suffix, or a fraction (0, 1] of
@@ -234,10 +264,11 @@ static void print_config(const ServeOptions *o, const EngineConfig *c, const Run
       "device %s\n",
       o->model, name, o->load_format, o->weight_format, device_name(device));
   printf("  host %s  port %d  api key %s\n", o->host, o->port, o->api_key ? "set" : "none");
-  printf("  max-model-len %d  max-num-batched-tokens %d  max-num-seqs %d  async-scheduling %s  "
-         "prefix caching %s\n",
-         c->max_model_len, c->max_num_batched_tokens, c->max_num_seqs,
-         c->async_scheduling ? "on" : "off", c->enable_prefix_caching ? "on" : "off");
+  printf(
+      "  max-model-len %d  max-num-batched-tokens %d  max-num-seqs %d  async-scheduling %s  "
+      "prefix caching %s\n",
+      c->max_model_len, c->max_num_batched_tokens, c->max_num_seqs,
+      c->async_scheduling ? "on" : "off", c->enable_prefix_caching ? "on" : "off");
   WeightsPlan plan;
   weights_plan(runner_config(runner), weights, &plan);
   printf("  weights %.2f GiB (%s dense, %s experts)\n", (double)plan.loaded_bytes / (1 << 30),
@@ -245,11 +276,12 @@ static void print_config(const ServeOptions *o, const EngineConfig *c, const Run
   printf("  block-size %d  kv-cache-memory %.2f GiB: %d blocks = %lld tokens of KV capacity\n",
          c->block_size, (double)kv_bytes / (1 << 30), c->num_kv_blocks,
          (long long)c->num_kv_blocks * c->block_size);
-  printf("  attention backend: built-in (sinks, sliding window)  -tp %d  -pp %d (%d ranks of %d "
-         "threads%s)  seed %llu\n",
-         o->tensor_parallel_size, o->pipeline_parallel_size, runner_num_ranks(runner),
-         runner_threads_per_rank(runner), runner_pinned(runner) ? ", one CPU each" : "",
-         (unsigned long long)o->seed);
+  printf(
+      "  attention backend: built-in (sinks, sliding window)  -tp %d  -pp %d (%d ranks of %d "
+      "threads%s)  seed %llu\n",
+      o->tensor_parallel_size, o->pipeline_parallel_size, runner_num_ranks(runner),
+      runner_threads_per_rank(runner), runner_pinned(runner) ? ", one CPU each" : "",
+      (unsigned long long)o->seed);
   fflush(stdout);
 }
 
@@ -261,9 +293,9 @@ static void print_shutdown_stats(Engine *engine, const EngineConfig *c) {
   if (c->enable_prefix_caching)
     printf("gptoss-engine serve: prefix cache: %llu queries, %llu hits (hit rate %.1f%%)\n",
            (unsigned long long)st.prefix_cache_queries, (unsigned long long)st.prefix_cache_hits,
-           st.prefix_cache_queries ? 100.0 * (double)st.prefix_cache_hits /
-                                         (double)st.prefix_cache_queries
-                                   : 0.0);
+           st.prefix_cache_queries
+               ? 100.0 * (double)st.prefix_cache_hits / (double)st.prefix_cache_queries
+               : 0.0);
   else
     printf("gptoss-engine serve: prefix cache: off\n");
   printf("gptoss-engine serve: KV blocks in use at stop: %d of %d\n", st.num_kv_blocks_used,
@@ -307,7 +339,9 @@ int serve_cmd_main(int argc, char **argv) {
   WeightsOptions wo = {.seed = o.seed};
   if (!weights_load_format_from_name(o.load_format, &wo.load_format))
     die("serve: --load-format '%s' is unknown; use auto, safetensors or dummy", o.load_format);
-  const DeviceKind device = cli_device_and_formats("serve", o.device, o.weight_format, o.model, &wo);
+  const DeviceKind device =
+      cli_device_and_formats("serve", o.device, o.weight_format, o.model, &wo);
+  serve_defaults(&o, device);
   RunnerOptions ro = {.model = o.model,
                       .weights = wo,
                       .tensor_parallel = o.tensor_parallel_size,
@@ -330,6 +364,7 @@ int serve_cmd_main(int argc, char **argv) {
                          .num_kv_blocks = (int)(kv_bytes / block_bytes),
                          .async_scheduling = o.async_scheduling,
                          .enable_prefix_caching = o.enable_prefix_caching,
+                         .host_sampling = host_sampling(),
                          .step_slowdown = test_step_slowdown()};
   TokenIds forced = {0};
   test_forced_output(&forced);

@@ -24,6 +24,8 @@ typedef struct {
   SchedOutput plan;
   BatchBuilder builder;
   uint32_t *sampled_ids;     // [max_num_seqs] by sample_row
+  SampleRow *sample_rows;    // [max_num_seqs] by sample_row: what a device may sample
+  int32_t *device_ids;       // [max_num_seqs] by sample_row: its ids, -1 where the host samples
   SampleLogprobs *logprobs;  // [max_num_seqs] by sample_row, for requests that ask for them
 } Step;
 
@@ -65,9 +67,11 @@ struct Engine {
 // ---------------------------------------------------------------------------------------------
 // running one step: forward pass, then one sampled id per sampling request
 
-// One request's next token from its row of logits (processed in place): the logprobs of the
-// raw row first when asked for, then logit bias, min_tokens and penalties, then the draw.
-static uint32_t sample_request(Engine *e, Request *r, float *row, int vocab, SampleLogprobs *lp) {
+// One request's next token from its row of logits (processed in place) and its draw: the
+// logprobs of the raw row first when asked for, then logit bias, min_tokens and penalties, then
+// the pick.
+static uint32_t sample_request(Engine *e, Request *r, float *row, int vocab, double draw,
+                               SampleLogprobs *lp) {
   const EngineRequestParams *p = &r->params;
   SamplerInputs in = req_sampler_inputs(r);
   bool process = sampler_needs_processing(&p->sampling, &in);
@@ -78,23 +82,46 @@ static uint32_t sample_request(Engine *e, Request *r, float *row, int vocab, Sam
     if (process) raw = sampler_keep_raw(row, vocab, &e->sampler);
   }
   if (process) sampler_process(row, vocab, &p->sampling, &in, &e->sampler);
-  uint32_t id = sampler_sample(row, vocab, &p->sampling, &r->rng, &e->sampler);
+  uint32_t id = sampler_sample_drawn(row, vocab, &p->sampling, draw, &e->sampler);
   if (p->logprobs) lp->logprob = raw[id] - log_norm;
-  req_record_sample(r, id);
   return id;
+}
+
+// The request's draw for this step, and whether a device may sample its row: only a row that
+// needs nothing but the pick (no logprobs, no processing, the whole vocabulary).
+static SampleRow sample_row_of(const Engine *e, Request *r, int vocab) {
+  const EngineRequestParams *p = &r->params;
+  SamplerInputs in = req_sampler_inputs(r);
+  const double draw = sampler_draw(&p->sampling, &r->rng);
+  const bool device = !e->config.host_sampling && !p->logprobs &&
+                      !sampler_needs_processing(&p->sampling, &in) &&
+                      sampler_whole_vocabulary(&p->sampling, vocab);
+  const float t = p->sampling.temperature > 0 ? p->sampling.temperature : 0;
+  return (SampleRow){device ? t : -1, draw};
 }
 
 static void run_step(Engine *e, Step *step) {
   const SchedOutput *plan = &step->plan;
   int vocab = runner_config(e->runner)->vocab_size;
   int64_t start_ns = clock_now_ns();
-  runner_forward(e->runner, &step->builder.batch, e->logits);
+  for (int row = 0; row < step->builder.batch.num_logits; row++)
+    step->sample_rows[row] = (SampleRow){-1, 0};
+  for (int i = 0; i < plan->num_entries; i++) {
+    const SchedEntry *entry = &plan->entries[i];
+    if (entry->sample_row >= 0)
+      step->sample_rows[entry->sample_row] = sample_row_of(e, entry->req, vocab);
+  }
+  runner_forward(e->runner, &step->builder.batch, e->logits, step->sample_rows, step->device_ids);
   for (int i = 0; i < plan->num_entries; i++) {
     const SchedEntry *entry = &plan->entries[i];
     if (entry->sample_row < 0) continue;
     int row = entry->sample_row;
-    step->sampled_ids[row] = sample_request(e, entry->req, e->logits + (size_t)row * (size_t)vocab,
-                                            vocab, &step->logprobs[row]);
+    uint32_t id = step->device_ids[row] >= 0
+                      ? (uint32_t)step->device_ids[row]
+                      : sample_request(e, entry->req, e->logits + (size_t)row * (size_t)vocab,
+                                       vocab, step->sample_rows[row].draw, &step->logprobs[row]);
+    req_record_sample(entry->req, id);
+    step->sampled_ids[row] = id;
   }
   if (e->config.step_slowdown > 1) {  // spins, so the extra time costs CPU as real work does
     int64_t now = clock_now_ns();
@@ -226,8 +253,10 @@ static void loop_async(Engine *e) {
 
 static void *engine_main(void *arg) {
   Engine *e = arg;
-  if (e->config.async_scheduling) loop_async(e);
-  else loop_sync(e);
+  if (e->config.async_scheduling)
+    loop_async(e);
+  else
+    loop_sync(e);
   sched_abort_all(&e->sched);
   publish(e);
   return NULL;
@@ -252,14 +281,15 @@ bool engine_create(Engine **out, const EngineConfig *config, Runner *runner, cha
   e->config = *config;
   e->runner = runner;
   e->logits = logits;
-  blocks_init(&e->blocks, config->num_kv_blocks, config->block_size,
-              config->enable_prefix_caching);
+  blocks_init(&e->blocks, config->num_kv_blocks, config->block_size, config->enable_prefix_caching);
   sched_init(&e->sched, config, &e->blocks);
   for (int i = 0; i < 2; i++) {
     sched_output_init(&e->steps[i].plan, &e->sched);
     batch_builder_init(&e->steps[i].builder, config);
     e->steps[i].sampled_ids = xcalloc((size_t)config->max_num_seqs, sizeof(uint32_t));
     e->steps[i].logprobs = xcalloc((size_t)config->max_num_seqs, sizeof(SampleLogprobs));
+    e->steps[i].sample_rows = xcalloc((size_t)config->max_num_seqs, sizeof(SampleRow));
+    e->steps[i].device_ids = xcalloc((size_t)config->max_num_seqs, sizeof(int32_t));
     e->steps[i].plan.logprobs = e->steps[i].logprobs;
   }
   pthread_mutex_init(&e->inbox_lock, NULL);
@@ -303,7 +333,8 @@ static bool check_sampling(const EngineRequestParams *p, uint32_t vocab, char *e
     return false;
   }
   if (p->logprobs && (p->num_top_logprobs < 0 || p->num_top_logprobs > SAMPLER_MAX_LOGPROBS)) {
-    snprintf(err, err_size, "Requested sample logprobs of %d, which is greater than max allowed: %d",
+    snprintf(err, err_size,
+             "Requested sample logprobs of %d, which is greater than max allowed: %d",
              p->num_top_logprobs, SAMPLER_MAX_LOGPROBS);
     return false;
   }
@@ -378,6 +409,8 @@ void engine_destroy(Engine *e) {
     batch_builder_free(&e->steps[i].builder);
     free(e->steps[i].sampled_ids);
     free(e->steps[i].logprobs);
+    free(e->steps[i].sample_rows);
+    free(e->steps[i].device_ids);
   }
   sched_free(&e->sched);
   blocks_free(&e->blocks);

@@ -20,6 +20,8 @@ typedef struct {
   int num_kv_blocks;           // KV capacity = num_kv_blocks * block_size tokens
   bool async_scheduling;       // plan step N+1 while step N executes
   bool enable_prefix_caching;  // share the KV of full blocks with the same token prefix (vLLM v1)
+  bool host_sampling;          // sample every row on the host, even where the backend samples
+                               // on its device (backend.h, sample): for comparing the two
   double step_slowdown;        // testing only (> 1: each step spins until it has taken this
                                // many times its own time; the gate's slowdown test); 0 or 1: off
   const uint32_t *forced_output_ids;  // testing only: output position i of every request is

@@ -11,7 +11,6 @@
 
 #include "common/check.h"
 
-
 void sampler_rng_seed(SamplerRng *rng, uint64_t seed) {
   uint64_t z = seed + 0x9e3779b97f4a7c15ull;  // splitmix64
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -125,8 +124,16 @@ static size_t kept_set(SamplerScratch *s, int n, int top_k, float top_p) {
   return keep;
 }
 
-uint32_t sampler_sample(const float *logits, int vocab_size, const SamplingParams *p,
-                        SamplerRng *rng, SamplerScratch *s) {
+double sampler_draw(const SamplingParams *p, SamplerRng *rng) {
+  return p->temperature <= 0 ? 0 : rng_uniform(rng);
+}
+
+bool sampler_whole_vocabulary(const SamplingParams *p, int vocab_size) {
+  return p->temperature <= 0 || ((p->top_k <= 0 || p->top_k >= vocab_size) && !(p->top_p < 1.0f));
+}
+
+uint32_t sampler_sample_drawn(const float *logits, int vocab_size, const SamplingParams *p,
+                              double draw, SamplerScratch *s) {
   if (p->temperature <= 0) return argmax(logits, vocab_size);
   scratch_reserve(s, (size_t)vocab_size);
   float max = logits[argmax(logits, vocab_size)];
@@ -136,16 +143,21 @@ uint32_t sampler_sample(const float *logits, int vocab_size, const SamplingParam
     sum += s->probs[i];
   }
   for (int i = 0; i < vocab_size; i++) s->probs[i] = (float)(s->probs[i] / sum);
-  bool restricted = (p->top_k > 0 && p->top_k < vocab_size) || p->top_p < 1.0f;
+  bool restricted = !sampler_whole_vocabulary(p, vocab_size);
   size_t num = vocab_size;
   if (restricted) num = kept_set(s, vocab_size, p->top_k, p->top_p);
   double kept_mass = 0;
   for (size_t i = 0; i < num; i++) kept_mass += s->probs[restricted ? s->ids[i] : i];
-  double u = rng_uniform(rng) * kept_mass;
+  double u = draw * kept_mass;
   for (size_t i = 0; i < num; i++) {
     uint32_t id = restricted ? s->ids[i] : (uint32_t)i;
     u -= s->probs[id];
     if (u < 0) return id;
   }
   return restricted ? s->ids[num - 1] : (uint32_t)(vocab_size - 1);  // rounding at the end
+}
+
+uint32_t sampler_sample(const float *logits, int vocab_size, const SamplingParams *p,
+                        SamplerRng *rng, SamplerScratch *s) {
+  return sampler_sample_drawn(logits, vocab_size, p, sampler_draw(p, rng), s);
 }

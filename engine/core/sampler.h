@@ -13,9 +13,9 @@
 #include <stdint.h>
 
 typedef struct {
-  float temperature;  // 0: greedy (argmax, lowest id on ties)
-  float top_p;        // (0, 1]; 1: off
-  int top_k;          // <= 0: off
+  float temperature;         // 0: greedy (argmax, lowest id on ties)
+  float top_p;               // (0, 1]; 1: off
+  int top_k;                 // <= 0: off
   float presence_penalty;    // [-2, 2]: subtracted once from each token the output holds
   float frequency_penalty;   // [-2, 2]: subtracted per occurrence in the output
   float repetition_penalty;  // > 0: divides the positive, multiplies the negative logits of
@@ -66,8 +66,8 @@ void sampler_rng_seed(SamplerRng *rng, uint64_t seed);
 
 // Reusable buffers, grown to the vocabulary; zero-initialise, free with sampler_scratch_free.
 typedef struct {
-  float *probs;        // [cap]
-  uint32_t *ids;       // [cap]
+  float *probs;             // [cap]
+  uint32_t *ids;            // [cap]
   uint32_t *bucket_counts;  // [SAMPLER_NUM_BUCKETS] probabilities per bucket
   double *bucket_mass;      // [SAMPLER_NUM_BUCKETS] their sum
   size_t cap;
@@ -95,8 +95,23 @@ float sampler_top_logprobs(const float *logits, int vocab_size, int num_top, Sam
 // Copies logits [vocab_size] into the scratch (kept until the next call) and returns the copy.
 const float *sampler_keep_raw(const float *logits, int vocab_size, SamplerScratch *scratch);
 
-// The sampled id from logits [vocab_size].
+// The sampled id from logits [vocab_size]: sampler_sample_drawn with sampler_draw(p, rng).
 uint32_t sampler_sample(const float *logits, int vocab_size, const SamplingParams *p,
                         SamplerRng *rng, SamplerScratch *scratch);
+
+// The one uniform draw in [0, 1) a sample with p takes from rng (none, and 0, when greedy), so
+// the draw can be taken before the logits exist (a device that samples is handed it).
+double sampler_draw(const SamplingParams *p, SamplerRng *rng);
+
+// The sampled id from logits [vocab_size] given the draw: greedy (argmax, lowest id on ties),
+// or the first id at which the running sum of the probabilities at p's temperature passes draw
+// times the kept set's mass (the whole vocabulary in id order; a top-k / top-p kept set most
+// probable first).
+uint32_t sampler_sample_drawn(const float *logits, int vocab_size, const SamplingParams *p,
+                              double draw, SamplerScratch *scratch);
+
+// True when p keeps the whole vocabulary (greedy, or neither top-k nor top-p): what a device
+// sampler (backend.h, sample) does; the host keeps top-k and top-p.
+bool sampler_whole_vocabulary(const SamplingParams *p, int vocab_size);
 
 #endif

@@ -43,14 +43,16 @@ struct Runner {
   RunnerOptions options;
   GptOssConfig config;
   int tp, pp, num_ranks, threads_per_rank;
-  Rank *ranks;             // [num_ranks] stage-major: rank pp_rank * tp + tp_rank
-  Group *groups;           // [pp + tp]: each stage's tensor group, then each pipeline
+  Rank *ranks;    // [num_ranks] stage-major: rank pp_rank * tp + tp_rank
+  Group *groups;  // [pp + tp]: each stage's tensor group, then each pipeline
   pthread_barrier_t start, done;
   bool threads_started;
   int *cpus;  // [num_ranks * threads_per_rank] the CPU of each rank's threads; NULL: unpinned
   // the current call
   MicroBatches micro;
-  float *logits;  // host [num_logits, vocab]
+  float *logits;            // host [num_logits, vocab]
+  const SampleRow *sample;  // NULL, or [num_logits]: the rows a device may sample
+  int32_t *sampled;         // [num_logits] with sample: the device's ids, -1 for host rows
   bool quit;
 };
 
@@ -69,6 +71,23 @@ static float *device_logits(Rank *rank, int rows) {
   return rank->logits;
 }
 
+// Rows [first, first + num_rows) of the call's logits, in backend memory at device: the rows a
+// device sample op can take are sampled there, the others are copied to the host rows.
+static void logits_to_host(Runner *r, Backend *be, const float *device, int num_rows, int first) {
+  const size_t vocab = (size_t)r->config.vocab_size;
+  float *host = r->logits + (size_t)first * vocab;
+  if (!r->sample || !be->sample) {
+    be->to_host(be, host, device, (size_t)num_rows * vocab * sizeof(float));
+    return;
+  }
+  int32_t *ids = r->sampled + first;
+  be->sample(be, device, num_rows, (int)vocab, r->sample + first, ids);
+  for (int row = 0; row < num_rows; row++)
+    if (ids[row] < 0)
+      be->to_host(be, host + (size_t)row * vocab, device + (size_t)row * vocab,
+                  vocab * sizeof(float));
+}
+
 // Micro-batch by micro-batch: receive the hidden states from the previous stage (or embed),
 // run the stage's layers, hand the result to the next stage (or write the logits: tensor rank
 // 0 of the last stage writes the host rows of the micro-batch).
@@ -82,15 +101,14 @@ static void run_rank(Rank *rank) {
     const Batch *b = &r->micro.parts[part];
     const size_t bytes = (size_t)b->num_tokens * hidden_bytes;
     if (!shard_is_first_stage(s)) rank->pp->recv(rank->pp, rank->model.x, bytes, s->pp_rank - 1);
-    float *host = last && s->tp_rank == 0 ? r->logits + (size_t)r->micro.first_logit[part] * vocab
-                                          : NULL;
+    float *host =
+        last && s->tp_rank == 0 ? r->logits + (size_t)r->micro.first_logit[part] * vocab : NULL;
     float *out = host && r->tp == 1 && !rank->backend->host_memory
                      ? device_logits(rank, b->num_logits)
                      : host;
     model_forward(&rank->model, b, &rank->kv, out);
     if (out != host)
-      rank->backend->to_host(rank->backend, host, out,
-                             (size_t)b->num_logits * vocab * sizeof(float));
+      logits_to_host(r, rank->backend, out, b->num_logits, r->micro.first_logit[part]);
     if (!last) rank->pp->send(rank->pp, rank->model.x, bytes, s->pp_rank + 1);
   }
 }
@@ -111,9 +129,13 @@ void runner_set_route_probe(Runner *r, const RouteProbe *probe) {
   r->ranks[0].model.route_probe = probe;
 }
 
-void runner_forward(Runner *r, const Batch *batch, float *logits) {
+void runner_forward(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
+                    int32_t *sampled) {
   microbatches_split(&r->micro, batch, r->pp);
   r->logits = logits;
+  r->sample = sample;
+  r->sampled = sampled;
+  for (int row = 0; sample && row < batch->num_logits; row++) sampled[row] = -1;
   if (r->num_ranks == 1) {
     run_rank(&r->ranks[0]);
     return;
@@ -163,7 +185,8 @@ static bool rank_load(Runner *r, Rank *rank, int index, char *err, size_t err_si
     return weights_load(r->options.model, &wo, &rank->weights, err, err_size);
   GptOssWeights host;
   if (!weights_load(r->options.model, &wo, &host, err, err_size)) return false;
-  const bool ok = rank->backend->upload_weights(rank->backend, &host, &rank->weights, err, err_size);
+  const bool ok =
+      rank->backend->upload_weights(rank->backend, &host, &rank->weights, err, err_size);
   weights_free(&host);
   return ok;
 }
@@ -238,8 +261,8 @@ bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_s
     if (r->tp > 1) rank->tp = group_join(&r->groups[pp_rank], tp_rank);
     if (r->pp > 1) rank->pp = group_join(&r->groups[r->pp + tp_rank], pp_rank);
     ok = rank_load(r, rank, i, err, err_size);
-    ok = ok && model_init(&rank->model, &rank->weights, rank->backend, rank->tp,
-                          o->max_num_tokens, err, err_size);
+    ok = ok && model_init(&rank->model, &rank->weights, rank->backend, rank->tp, o->max_num_tokens,
+                          err, err_size);
   }
   if (!ok) {
     runner_free(r);

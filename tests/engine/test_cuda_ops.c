@@ -4,7 +4,8 @@
 // and without bias and accumulate, MXFP4), paged attention (block boundaries, sliding-window
 // edges, several sequences mixing prefill chunks and decode tokens, GQA groups of 1 to 16, head
 // dims 16 to 256) and MoE (MXFP4, BF16 and F32 experts, uneven expert loads with idle experts,
-// an expert range, top-k ties, the SwiGLU clamp). Each comparison prints its errors. Without a
+// an expert range, top-k ties, the SwiGLU clamp) and sample (greedy and temperature draws
+// against a float64 reference and the host sampler). Each comparison prints its errors. Without a
 // CUDA device (or in a CUDA=0 build) every GPU test prints "skipped: no CUDA device" and skips.
 //
 // Tolerances (why each is what it is):
@@ -36,6 +37,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "common/check.h"
+#include "core/sampler.h"
 #include "model/bf16.h"
 #include "model/rope.h"
 #include "test_rng.h"
@@ -845,6 +847,87 @@ static void test_moe_ties_and_gpt_oss_shape(void **state) {
   moe_free(t, &g);
 }
 
+// ---------------------------------------------------------------------------------------------
+// sample: each row's id against a float64 reference and the host sampler (core/sampler.h).
+
+// Whether id is the float64 answer for row x [vocab] at temperature t and draw: the running sum
+// of exp((x_i - max) / t) in id order passes draw x total at id, give or take 1e-6 of the total
+// (float sums in another order move a boundary by about that).
+static bool sample_is_exact(const float *x, int vocab, float t, double draw, int id) {
+  double max = x[0], total = 0;
+  for (int i = 1; i < vocab; i++) max = fmax(max, x[i]);
+  for (int i = 0; i < vocab; i++) total += exp((x[i] - max) / t);
+  const double target = draw * total, slack = 1e-6 * total;
+  double before = 0;
+  for (int i = 0; i < id; i++) before += exp((x[i] - max) / t);
+  const double after = before + exp((x[id] - max) / t);
+  return before - slack <= target && target < after + slack;
+}
+
+// Rows of vocab logits (uniform in [-scale, scale), every fifth row tied at its max), each
+// sampled on the device at temperatures {0, 0.7, 1, 2.5, -1 (left to the host)} in turn with
+// random draws; greedy must equal the host's argmax, a draw must land in its float64 interval,
+// and most draws must agree with the host sampler exactly.
+static void check_sample(Twins *t, int rows, int vocab, float scale, uint64_t seed) {
+  static const float temperatures[] = {0.0f, 0.7f, 1.0f, 2.5f, -1.0f};
+  Rng r = {seed};
+  float *x = random_floats(&r, (size_t)rows * vocab, scale);
+  SampleRow *plan = xcalloc((size_t)rows, sizeof *plan);
+  int32_t *ids = xmalloc((size_t)rows * sizeof *ids);
+  for (int row = 0; row < rows; row++) {
+    float *xr = x + (size_t)row * vocab;
+    if (row % 5 == 0 && vocab > 2) xr[vocab / 2] = xr[vocab - 1] = scale;  // a tie for the max
+    plan[row].temperature = temperatures[row % 5];
+    plan[row].draw = row == 1   ? 0.0
+                     : row == 2 ? 1.0 - 0x1p-53
+                                : (double)(rng_next(&r) >> 11) * 0x1p-53;
+    ids[row] = 12345;  // poison: every row must be written
+  }
+  float *dx = dev_copy(t->gpu, x, (size_t)rows * vocab * sizeof(float));
+  t->gpu->sample(t->gpu, dx, rows, vocab, plan, ids);
+  SamplerScratch scratch = {0};
+  int drawn = 0, agree = 0;
+  for (int row = 0; row < rows; row++) {
+    const float *xr = x + (size_t)row * vocab;
+    const float temp = plan[row].temperature;
+    if (temp < 0) {
+      assert_int_equal(ids[row], -1);
+      continue;
+    }
+    const SamplingParams p = {.temperature = temp, .top_p = 1.0f};
+    const int want = (int)sampler_sample_drawn(xr, vocab, &p, plan[row].draw, &scratch);
+    if (temp == 0) {
+      if (ids[row] != want) print_error("row %d (greedy): got %d, want %d\n", row, ids[row], want);
+      assert_int_equal(ids[row], want);
+      continue;
+    }
+    assert_true(ids[row] >= 0 && ids[row] < vocab);
+    if (!sample_is_exact(xr, vocab, temp, plan[row].draw, ids[row])) {
+      print_error("row %d (t %g, draw %.17g): id %d is not the float64 answer (host: %d)\n", row,
+                  temp, plan[row].draw, ids[row], want);
+      fail();
+    }
+    drawn++;
+    agree += ids[row] == want;
+  }
+  print_message("# sample %d rows of %d (scale %g): greedy exact, %d of %d draws as the host's\n",
+                rows, vocab, scale, agree, drawn);
+  assert_true(agree * 10 >= drawn * 9);
+  sampler_scratch_free(&scratch);
+  free(x), free(plan), free(ids);
+  t->gpu->free(t->gpu, dx);
+}
+
+static void test_sample(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  check_sample(t, 10, 1, 1.0f, 1300);         // one id: always 0
+  check_sample(t, 25, 33, 1.0f, 1301);        // a partial last chunk in every warp's segment
+  check_sample(t, 50, 1000, 4.0f, 1302);      // fewer ids than threads
+  check_sample(t, 100, 201088, 1.0f, 1303);   // GPT-OSS's vocabulary, flat
+  check_sample(t, 100, 201088, 16.0f, 1304);  // peaked (a few ids hold the mass)
+}
+
 static void test_weights_refuse_q8(void **state) {
   NEED_GPU(state);
   Twins *t = *state;
@@ -878,6 +961,7 @@ int main(void) {
       cmocka_unit_test(test_moe_formats),
       cmocka_unit_test(test_moe_uneven_and_range),
       cmocka_unit_test(test_moe_ties_and_gpt_oss_shape),
+      cmocka_unit_test(test_sample),
       cmocka_unit_test(test_weights_refuse_q8),
   };
   return cmocka_run_group_tests_name("cuda backend vs its CPU twin", tests, setup, teardown);

@@ -1,8 +1,9 @@
 // test_sampler.c: greedy, temperature, top-k and top-p sampling: argmax ties, determinism per
-// seed, empirical frequencies against hand-computed probabilities, vLLM's top-k-then-top-p
-// order, and the bucketed kept set against a full sort on a 201,088-token vocabulary; logits
-// processing (repetition, frequency and presence penalties, logit bias, the min_tokens mask, in
-// vLLM's order) and raw top logprobs against hand-computed values.
+// seed, a draw taken before the logits (as a device sampler is handed it), empirical frequencies
+// against hand-computed probabilities, vLLM's top-k-then-top-p order, and the bucketed kept set
+// against a full sort on a 201,088-token vocabulary; logits processing (repetition, frequency and
+// presence penalties, logit bias, the min_tokens mask, in vLLM's order) and raw top logprobs
+// against hand-computed values.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,7 +24,8 @@ static void frequencies(const float *logits, int n, SamplingParams p, double *fr
   sampler_rng_seed(&rng, 1234);
   SamplerScratch s = {0};
   memset(freq, 0, (size_t)n * sizeof *freq);
-  for (int i = 0; i < NUM_DRAWS; i++) freq[sampler_sample(logits, n, &p, &rng, &s)] += 1.0 / NUM_DRAWS;
+  for (int i = 0; i < NUM_DRAWS; i++)
+    freq[sampler_sample(logits, n, &p, &rng, &s)] += 1.0 / NUM_DRAWS;
   sampler_scratch_free(&s);
 }
 
@@ -127,6 +129,39 @@ static void test_same_seed_same_tokens(void **state) {
   sampler_scratch_free(&s);
 }
 
+// A draw taken before the logits exist (what a device sampler is handed): greedy takes none;
+// otherwise sampling with the draw picks what sampling from the stream picks, and the pick is the
+// id whose slice of the cumulative softmax holds the draw (hand-computed: probabilities 0.1, 0.2,
+// 0.3, 0.4 from logits log(1), log(2), log(3), log(4)).
+static void test_draw_before_the_logits(void **state) {
+  (void)state;
+  const float logits[4] = {0.0f, logf(2.0f), logf(3.0f), logf(4.0f)};
+  SamplerScratch s = {0};
+  SamplerRng rng, copy;
+  sampler_rng_seed(&rng, 11);
+  copy = rng;
+  const SamplingParams greedy = {.temperature = 0, .top_p = 1};
+  assert_true(sampler_draw(&greedy, &rng) == 0.0);
+  assert_memory_equal(&rng, &copy, sizeof rng);  // no draw taken
+  const SamplingParams p = {.temperature = 1, .top_p = 1};
+  for (int i = 0; i < 100; i++) {
+    const uint32_t from_stream = sampler_sample(logits, 4, &p, &copy, &s);
+    assert_int_equal(sampler_sample_drawn(logits, 4, &p, sampler_draw(&p, &rng), &s), from_stream);
+  }
+  const double draws[] = {0.0, 0.05, 0.099, 0.101, 0.29, 0.31, 0.59, 0.61, 0.999};
+  const uint32_t want[] = {0, 0, 0, 1, 1, 2, 2, 3, 3};
+  for (size_t i = 0; i < sizeof draws / sizeof *draws; i++)
+    assert_int_equal(sampler_sample_drawn(logits, 4, &p, draws[i], &s), want[i]);
+  assert_true(sampler_whole_vocabulary(&greedy, 4));
+  assert_true(sampler_whole_vocabulary(&p, 4));
+  assert_true(
+      sampler_whole_vocabulary(&(SamplingParams){.temperature = 1, .top_p = 1, .top_k = 4}, 4));
+  assert_false(
+      sampler_whole_vocabulary(&(SamplingParams){.temperature = 1, .top_p = 1, .top_k = 3}, 4));
+  assert_false(sampler_whole_vocabulary(&(SamplingParams){.temperature = 1, .top_p = 0.9f}, 4));
+  sampler_scratch_free(&s);
+}
+
 // Over a full vocabulary, the sampled ids always lie in the kept set a plain full sort gives.
 static void test_kept_set_matches_a_full_sort(void **state) {
   (void)state;
@@ -185,8 +220,8 @@ static void test_repetition_penalty(void **state) {
   (void)state;
   const uint32_t prompt[] = {0}, output[] = {1, 1};
   SamplingParams p = {.temperature = 0, .top_p = 1, .repetition_penalty = 2};
-  SamplerInputs in = {.prompt_ids = prompt, .num_prompt_ids = 1, .output_ids = output,
-                      .num_generated = 2};
+  SamplerInputs in = {
+      .prompt_ids = prompt, .num_prompt_ids = 1, .output_ids = output, .num_generated = 2};
   SamplerScratch s = {0};
   assert_true(sampler_needs_processing(&p, &in));
   for (int round = 0; round < 2; round++) {
@@ -201,10 +236,10 @@ static void test_repetition_penalty(void **state) {
 static void test_frequency_and_presence_penalties(void **state) {
   (void)state;
   const uint32_t prompt[] = {0, 1}, output[] = {2, 2, 3};
-  SamplingParams p = {.temperature = 0, .top_p = 1, .frequency_penalty = 0.5f,
-                      .presence_penalty = 0.25f};
-  SamplerInputs in = {.prompt_ids = prompt, .num_prompt_ids = 2, .output_ids = output,
-                      .num_generated = 3};
+  SamplingParams p = {
+      .temperature = 0, .top_p = 1, .frequency_penalty = 0.5f, .presence_penalty = 0.25f};
+  SamplerInputs in = {
+      .prompt_ids = prompt, .num_prompt_ids = 2, .output_ids = output, .num_generated = 3};
   SamplerScratch s = {0};
   for (int round = 0; round < 2; round++) {
     float logits[] = {1, 1, 1, 1};
@@ -299,6 +334,7 @@ int main(void) {
       cmocka_unit_test(test_temperature_follows_the_softmax),
       cmocka_unit_test(test_top_k_and_top_p),
       cmocka_unit_test(test_same_seed_same_tokens),
+      cmocka_unit_test(test_draw_before_the_logits),
       cmocka_unit_test(test_kept_set_matches_a_full_sort),
       cmocka_unit_test(test_repetition_penalty),
       cmocka_unit_test(test_frequency_and_presence_penalties),

@@ -1,7 +1,7 @@
 // cuda_backend.cu: the CUDA backend's table, its state (device, stream, cuBLAS handle, scratch)
 // and its memory (zeroed device allocations, copies to and from the host). Computes nothing:
 // each op lives in its own file (cuda_ops.cu, cuda_linear.cu, cuda_attention.cu, cuda_moe.cu,
-// cuda_batch.cu). Owns the one place CUDA failures are reported (cuda_fail).
+// cuda_batch.cu, cuda_sample.cu). Owns the one place CUDA failures are reported (cuda_fail).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +33,21 @@ void *cuda_scratch(CudaState *st, CudaScratchSlot slot, size_t bytes) {
     b->bytes = grown;
   }
   return b->ptr;
+}
+
+void cuda_buffer_reserve(CudaBuffer *b, size_t bytes, bool pinned) {
+  if (bytes <= b->bytes) return;
+  size_t grown = b->bytes * 2 > bytes ? b->bytes * 2 : bytes;
+  if (pinned) {
+    if (b->ptr) CUDA_CHECK(cudaFreeHost(b->ptr));
+    b->ptr = NULL;
+    CUDA_CHECK(cudaMallocHost(&b->ptr, grown));
+  } else {
+    CUDA_CHECK(cudaFree(b->ptr));  // waits for kernels that may still read the old contents
+    b->ptr = NULL;
+    CUDA_CHECK(cudaMalloc(&b->ptr, grown));
+  }
+  b->bytes = grown;
 }
 
 int cuda_device_count(void) {
@@ -112,6 +127,8 @@ static void cuda_destroy(Backend *be) {
   CUDA_CHECK(cudaStreamSynchronize(st->stream));
   for (int i = 0; i < CUDA_SCRATCH_COUNT; i++) CUDA_CHECK(cudaFree(st->scratch[i].ptr));
   cuda_batch_free(st);
+  if (st->sample_host.ptr) CUDA_CHECK(cudaFreeHost(st->sample_host.ptr));
+  CUDA_CHECK(cudaFree(st->sample_dev.ptr));
   CUBLAS_CHECK(cublasDestroy(st->cublas));
   CUDA_CHECK(cudaStreamDestroy(st->stream));
   free(st);
@@ -133,6 +150,7 @@ static Backend *cuda_table(CudaState *st) {
   be->add = cuda_add;
   be->zero = cuda_zero;
   be->upload_batch = cuda_upload_batch;
+  be->sample = cuda_sample;
   be->to_host = cuda_to_host;
   be->upload_weights = cuda_weights_upload;
   be->free_weights = cuda_weights_free;

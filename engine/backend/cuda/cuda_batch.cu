@@ -9,22 +9,6 @@
 // Bytes of one array in the packed buffer (16-byte aligned pieces).
 static size_t cuda_batch_piece(size_t bytes) { return (bytes + 15) & ~(size_t)15; }
 
-// Grows b to at least bytes: pinned host memory or device memory.
-static void cuda_batch_reserve(CudaBuffer *b, size_t bytes, bool pinned) {
-  if (bytes <= b->bytes) return;
-  size_t grown = b->bytes * 2 > bytes ? b->bytes * 2 : bytes;
-  if (pinned) {
-    if (b->ptr) CUDA_CHECK(cudaFreeHost(b->ptr));
-    b->ptr = NULL;
-    CUDA_CHECK(cudaMallocHost(&b->ptr, grown));
-  } else {
-    CUDA_CHECK(cudaFree(b->ptr));  // waits for kernels that may still read the old batch
-    b->ptr = NULL;
-    CUDA_CHECK(cudaMalloc(&b->ptr, grown));
-  }
-  b->bytes = grown;
-}
-
 void cuda_batch_free(CudaState *st) {
   if (st->batch_host.ptr) CUDA_CHECK(cudaFreeHost(st->batch_host.ptr));
   CUDA_CHECK(cudaFree(st->batch_dev.ptr));
@@ -85,8 +69,8 @@ const Batch *cuda_upload_batch(Backend *be, const Batch *host) {
   for (int i = 0; i < num_arrays; i++) total += cuda_batch_piece(arrays[i].bytes);
   // The staging buffer may still be the source of the previous call's copy.
   CUDA_CHECK(cudaEventSynchronize(st->batch_copied));
-  cuda_batch_reserve(&st->batch_host, total + 16, true);
-  cuda_batch_reserve(&st->batch_dev, total + 16, false);
+  cuda_buffer_reserve(&st->batch_host, total + 16, true);
+  cuda_buffer_reserve(&st->batch_dev, total + 16, false);
   char *h = (char *)st->batch_host.ptr, *dev = (char *)st->batch_dev.ptr;
   size_t off = 0;
   for (int i = 0; i < num_arrays; i++) {

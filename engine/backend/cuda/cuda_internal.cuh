@@ -80,6 +80,8 @@ struct CudaState {
   Batch batch;
   const int4 *attn_tiles;  // device: [num_attn_tiles] {seq, first token, end token, 0}
   int num_attn_tiles;
+  // sample: the rows' parameters and the sampled ids, staged (pinned) and on the device
+  CudaBuffer sample_host, sample_dev;
 };
 
 static inline CudaState *cuda_state(Backend *be) { return (CudaState *)be->state; }
@@ -91,6 +93,10 @@ CudaState *cuda_enter(Backend *be);
 // At least bytes of device scratch in slot (contents undefined, 256-byte aligned); grows, never
 // shrinks. Growing frees the old buffer, which waits for the work in flight.
 void *cuda_scratch(CudaState *st, CudaScratchSlot slot, size_t bytes);
+
+// Grows b to at least bytes (contents lost): pinned host memory, or device memory (freeing the
+// old device buffer waits for the work that may still read it).
+void cuda_buffer_reserve(CudaBuffer *b, size_t bytes, bool pinned);
 
 // Blocks for n items at threads per block.
 static inline unsigned cuda_blocks(size_t n, unsigned threads) {
@@ -121,6 +127,8 @@ void cuda_gather_rows(Backend *be, const float *in, const int32_t *rows, int num
                       float *out);
 void cuda_add(Backend *be, float *dst, const float *src, size_t n);
 const Batch *cuda_upload_batch(Backend *be, const Batch *host);
+void cuda_sample(Backend *be, const float *logits, int num_rows, int vocab, const SampleRow *rows,
+                 int32_t *ids);
 // cudaSuccess when this build has a kernel image the current device can run.
 cudaError_t cuda_kernels_probe(void);
 void cuda_batch_free(CudaState *st);

@@ -1,0 +1,146 @@
+// cuda_sample.cu: the sample op: each row of logits sampled where it lies, so a step brings back
+// one token id per row instead of a [rows, vocabulary] block of floats (804 MB at 1000 rows of
+// GPT-OSS's 201,088). One block per row, three passes over the row:
+//   1 argmax (lowest id on ties): greedy's answer, and the max the softmax subtracts;
+//   2 each warp's total of exp((logit - max) / t) over its contiguous segment of the row, summed
+//     chunk by chunk of 32 ids through an inclusive warp scan;
+//   3 thread 0 finds the warp whose segment the target (draw x total) falls in, and that warp
+//     repeats pass 2's scans over its segment until the running sum passes the target.
+// Passes 2 and 3 add the same numbers in the same order, so the chosen segment always holds the
+// crossing; the result is core/sampler.h's sampler_sample_drawn up to the order of float sums.
+#include <math.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_internal.cuh"
+
+#define SAMPLE_THREADS 1024
+#define SAMPLE_WARPS (SAMPLE_THREADS / 32)
+
+struct SampleArgmax {
+  float value;
+  int index;  // -1: nothing seen yet
+};
+
+// The better of two candidates: the larger value, the lower id on ties (a NaN never wins over a
+// number it is compared with).
+__device__ static SampleArgmax sample_better(SampleArgmax a, SampleArgmax b) {
+  if (b.index < 0) return a;
+  if (a.index < 0) return b;
+  return b.value > a.value || (b.value == a.value && b.index < a.index) ? b : a;
+}
+
+__device__ static SampleArgmax sample_warp_argmax(SampleArgmax best) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    SampleArgmax other = {__shfl_down_sync(0xffffffffu, best.value, offset),
+                          __shfl_down_sync(0xffffffffu, best.index, offset)};
+    best = sample_better(best, other);
+  }
+  return best;
+}
+
+// Inclusive prefix sum of v over the warp's lanes.
+__device__ static double sample_warp_scan(double v, int lane) {
+  for (int offset = 1; offset < 32; offset <<= 1) {
+    const double up = __shfl_up_sync(0xffffffffu, v, offset);
+    if (lane >= offset) v += up;
+  }
+  return v;
+}
+
+// exp((x[i] - max) / t) for i < end, else 0.
+__device__ static double sample_weight(const float *x, int i, int end, float max, float t) {
+  return i < end ? (double)expf((x[i] - max) / t) : 0.0;
+}
+
+__global__ static void cuda_sample_kernel(const float *logits, int vocab, const SampleRow *rows,
+                                          int32_t *ids) {
+  __shared__ SampleArgmax warp_best[SAMPLE_WARPS];
+  __shared__ double warp_total[SAMPLE_WARPS];
+  __shared__ float row_max;
+  __shared__ int chosen_warp;
+  __shared__ double chosen_base, target;
+  const SampleRow r = rows[blockIdx.x];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (r.temperature < 0) {
+    if (threadIdx.x == 0) ids[blockIdx.x] = -1;
+    return;
+  }
+  const float *x = logits + (size_t)blockIdx.x * vocab;
+
+  // 1: argmax
+  SampleArgmax best = {-INFINITY, -1};
+  for (int i = threadIdx.x; i < vocab; i += SAMPLE_THREADS)
+    best = sample_better(best, SampleArgmax{x[i], i});
+  best = sample_warp_argmax(best);
+  if (lane == 0) warp_best[warp] = best;
+  __syncthreads();
+  if (warp == 0) {
+    best = sample_warp_argmax(warp_best[lane]);
+    if (lane == 0) {
+      row_max = best.value;
+      if (r.temperature == 0) ids[blockIdx.x] = best.index;
+    }
+  }
+  __syncthreads();
+  if (r.temperature == 0) return;
+
+  // 2: each warp's segment total, chunk by chunk
+  const float max = row_max, t = r.temperature;
+  const int segment = (vocab + SAMPLE_WARPS - 1) / SAMPLE_WARPS;
+  const int begin = warp * segment, end = min(vocab, begin + segment);
+  double total = 0;
+  for (int chunk = begin; chunk < end; chunk += 32)
+    total += __shfl_sync(0xffffffffu,
+                         sample_warp_scan(sample_weight(x, chunk + lane, end, max, t), lane), 31);
+  if (lane == 0) warp_total[warp] = total;
+  __syncthreads();
+
+  // 3: the segment of the target, then the id in it
+  if (threadIdx.x == 0) {
+    double all = 0;
+    for (int w = 0; w < SAMPLE_WARPS; w++) all += warp_total[w];
+    target = r.draw * all;
+    chosen_warp = -1;
+    double run = 0;
+    for (int w = 0; w < SAMPLE_WARPS && chosen_warp < 0; w++) {
+      if (run + warp_total[w] > target) chosen_warp = w, chosen_base = run;
+      run += warp_total[w];
+    }
+    if (chosen_warp < 0) ids[blockIdx.x] = vocab - 1;  // rounding at the end (NaN sums too)
+  }
+  __syncthreads();
+  if (warp != chosen_warp) return;
+  double run = 0;
+  for (int chunk = begin; chunk < end; chunk += 32) {
+    const double inclusive = sample_warp_scan(sample_weight(x, chunk + lane, end, max, t), lane);
+    const unsigned passed = __ballot_sync(0xffffffffu, chosen_base + (run + inclusive) > target);
+    if (passed) {
+      if (lane == 0) ids[blockIdx.x] = chunk + __ffs(passed) - 1;
+      return;
+    }
+    run += __shfl_sync(0xffffffffu, inclusive, 31);
+  }
+  if (lane == 0) ids[blockIdx.x] = end - 1;  // unreachable: pass 2 added the same numbers
+}
+
+void cuda_sample(Backend *be, const float *logits, int num_rows, int vocab, const SampleRow *rows,
+                 int32_t *ids) {
+  CudaState *st = cuda_enter(be);
+  CHECK(num_rows >= 0 && vocab > 0);
+  if (num_rows == 0) return;
+  const size_t rows_bytes = ((size_t)num_rows * sizeof(SampleRow) + 255) & ~(size_t)255;
+  const size_t ids_bytes = (size_t)num_rows * sizeof(int32_t);
+  cuda_buffer_reserve(&st->sample_host, rows_bytes + ids_bytes, true);
+  cuda_buffer_reserve(&st->sample_dev, rows_bytes + ids_bytes, false);
+  char *host = (char *)st->sample_host.ptr, *dev = (char *)st->sample_dev.ptr;
+  memcpy(host, rows, (size_t)num_rows * sizeof(SampleRow));
+  CUDA_CHECK(cudaMemcpyAsync(dev, host, (size_t)num_rows * sizeof(SampleRow),
+                             cudaMemcpyHostToDevice, st->stream));
+  cuda_sample_kernel<<<num_rows, SAMPLE_THREADS, 0, st->stream>>>(
+      logits, vocab, (const SampleRow *)dev, (int32_t *)(dev + rows_bytes));
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaMemcpyAsync(host + rows_bytes, dev + rows_bytes, ids_bytes, cudaMemcpyDeviceToHost,
+                             st->stream));
+  CUDA_CHECK(cudaStreamSynchronize(st->stream));
+  memcpy(ids, host + rows_bytes, ids_bytes);
+}
