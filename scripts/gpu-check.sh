@@ -23,8 +23,8 @@
 #   6 serve      `gptoss-engine serve openai/gpt-oss-20b --load-format dummy --device cuda` in
 #                each of GPU_CHECK_SERVE_MODES (sync: the defaults; async: --async-scheduling;
 #                host-sampling: GPTOSS_HOST_SAMPLING=1, for what device sampling saves), each
-#                measured by `gptoss-bench bench` on random 2000/100 and
-#                datasets/sharegpt-synth.json (200 prompts each)
+#                measured by `gptoss-bench bench` on each of GPU_CHECK_WORKLOADS: random
+#                2000/100 (random) and datasets/sharegpt-synth.json (sharegpt), 200 prompts each
 # Stays within GPU_CHECK_BUDGET_S seconds (default 470; run.sh: 420): a step that would start
 # past it is recorded as "skipped (time)", one cut off by it as "partial (time)" with what it
 # had. Exits 0 when every step that ran passed.
@@ -33,7 +33,7 @@
 #   env: GPU_CHECK_BIN (set by run.sh), GPU_RUN_DEVICE (cuda; cpu), GPU_CHECK_BUDGET_S (470),
 #        GPU_CHECK_PROMPTS (200), GPU_CHECK_SERVE_ARGS (extra `serve` flags),
 #        GPU_CHECK_SERVE_MODES ("sync async host-sampling"), GPU_CHECK_SERVE_MODEL
-#        (openai/gpt-oss-20b), GPU_CHECK_STEPS ("device ops golden sampling kernels serve": run
+#        (openai/gpt-oss-20b), GPU_CHECK_WORKLOADS ("random sharegpt"), GPU_CHECK_STEPS ("device ops golden sampling kernels serve": run
 #        only these), and gpu-stage.sh's BUILD_ROOT, CUDA
 set -uo pipefail
 out=${1:?usage: scripts/gpu-check.sh OUTDIR}
@@ -51,6 +51,7 @@ prompts=${GPU_CHECK_PROMPTS:-200}
 steps=${GPU_CHECK_STEPS:-device ops golden sampling kernels serve}
 serve_modes=${GPU_CHECK_SERVE_MODES:-sync async host-sampling}
 serve_model=${GPU_CHECK_SERVE_MODEL:-openai/gpt-oss-20b}
+workloads=" ${GPU_CHECK_WORKLOADS:-random sharegpt} "
 start=$(date +%s)
 summary=()
 failed=0
@@ -287,12 +288,12 @@ for mode in $serve_modes; do
   if GPTOSS_HOST_SAMPLING=$host_sampling serve_start "$out/serve-$mode.log" "$serve_model" \
        --load-format dummy --weight-format bf16 "${flags[@]}"; then
     record "serve-$mode" PASS "ready in $(( $(date +%s) - t0 )) s"
-    if [ "$mode" != host-sampling ]; then
+    if [ "$mode" != host-sampling ] && [[ $workloads == *" random "* ]]; then
       may_start "random-2000-100-$mode" 30 &&
         bench_run "random-2000-100-$mode" --dataset-name random --random-input-len 2000 \
           --random-output-len 100
     fi
-    may_start "sharegpt-synth-$mode" 30 &&
+    [[ $workloads == *" sharegpt "* ]] && may_start "sharegpt-synth-$mode" 30 &&
       bench_run "sharegpt-synth-$mode" --dataset-name sharegpt \
         --dataset-path datasets/sharegpt-synth.json
     serve_stop

@@ -85,6 +85,13 @@ __global__ void cuda_moe_group_kernel(const int32_t *experts, const int *counts,
     sorted[atomicAdd(&cursor[experts[i]], 1)] = i;
 }
 
+// out[i] = x[i] rounded to bf16 (to nearest even), two at a time.   x, out: [n], n even
+__global__ void cuda_moe_to_bf16_kernel(const float2 *x, int64_t n2, __nv_bfloat162 *out) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n2;
+       i += (int64_t)gridDim.x * blockDim.x)
+    out[i] = __floats2bfloat162_rn(x[i].x, x[i].y);
+}
+
 // residual[t] += sum over ranks r (in order) whose expert is in [begin, end) of y[t * k + r].
 // y: [num_tokens * k, hidden]; experts: [num_tokens * k]; residual: [num_tokens, hidden]
 __global__ void cuda_moe_combine_kernel(const float *y, const int32_t *experts, int k, int hidden,
@@ -145,8 +152,9 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
 
   const size_t P = (size_t)T * k;  // (token, rank) pairs
   const int max_items = (int)(P / CUDA_MOE_BM) + (num_local < (int)P ? num_local : (int)P);
-  const size_t bytes = 9 * 256 + (size_t)T * E * sizeof(float)      // logits
-                       + P * (2 * sizeof(int32_t) + sizeof(float))  // experts, sorted, weights
+  const size_t bytes = 10 * 256 + (size_t)T * E * sizeof(float)      // logits
+                       + (size_t)T * hidden * sizeof(__nv_bfloat16)  // x_bf16
+                       + P * (2 * sizeof(int32_t) + sizeof(float))   // experts, sorted, weights
                        + (size_t)E * sizeof(int) + (size_t)max_items * sizeof(int4) + sizeof(int) +
                        P * ((size_t)inter + hidden) * sizeof(float);  // act, y
   char *cursor = (char *)cuda_scratch(st, CUDA_SCRATCH_MOE, bytes);
@@ -159,6 +167,8 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
   int *num_items = (int *)cuda_take(&cursor, sizeof(int));                     // [1]
   float *act = (float *)cuda_take(&cursor, P * inter * sizeof(float));         // [P, inter]
   float *y = (float *)cuda_take(&cursor, P * hidden * sizeof(float));          // [P, hidden]
+  __nv_bfloat16 *x_bf16 =
+      (__nv_bfloat16 *)cuda_take(&cursor, (size_t)T * hidden * sizeof(__nv_bfloat16));
 
   cuda_linear(be, &L->gate, L->gate_bias, a->x, T, logits, false);
   CUDA_CHECK(cudaMemsetAsync(counts, 0, (size_t)E * sizeof(int), st->stream));
@@ -168,6 +178,14 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
   cuda_moe_group_kernel<<<1, 1024, 0, st->stream>>>(experts, counts, (int)P, E, a->expert_begin,
                                                     a->expert_end, sorted, items, num_items);
   CUDA_CHECK_LAUNCH();
+
+  const int64_t total = (int64_t)T * hidden;
+  const unsigned blocks = total / 256 + 1 < 65536 ? cuda_blocks((size_t)total, 256) : 65536;
+  if (fmt != WEIGHT_F32) {  // the tensor cores' input, rounded once
+    cuda_moe_to_bf16_kernel<<<blocks, 256, 0, st->stream>>>((const float2 *)a->x, total / 2,
+                                                            (__nv_bfloat162 *)x_bf16);
+    CUDA_CHECK_LAUNCH();
+  }
 
   CudaMoeGemm g = {};
   g.format = fmt;
@@ -181,13 +199,13 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
   g.act_in = act;
   g.pair_weights = weights;
   g.y = y;
+  g.x_bf16 = x_bf16;
+  g.act_bf16 = (__nv_bfloat16 *)act;  // act's buffer, in bf16 (half of it)
   g.stage = 1, g.n = 2 * inter, g.k = hidden, g.bias = L->mlp1_bias;
   cuda_moe_stage(st, &g, L->mlp1, num_local, max_items);
   g.stage = 2, g.n = hidden, g.k = inter, g.bias = L->mlp2_bias;
   cuda_moe_stage(st, &g, L->mlp2, num_local, max_items);
 
-  const int64_t total = (int64_t)T * hidden;
-  const unsigned blocks = total / 256 + 1 < 65536 ? cuda_blocks((size_t)total, 256) : 65536;
   cuda_moe_combine_kernel<<<blocks, 256, 0, st->stream>>>(y, experts, k, hidden, a->expert_begin,
                                                           a->expert_end, total, a->residual);
   CUDA_CHECK_LAUNCH();

@@ -4,6 +4,8 @@
 #ifndef GE_BACKEND_CUDA_CUDA_MOE_CUH
 #define GE_BACKEND_CUDA_CUDA_MOE_CUH
 
+#include <cuda_bf16.h>
+
 #include "backend/cuda/cuda_internal.cuh"
 
 // Token rows (of one expert) and weight rows per thread block of the expert kernel.
@@ -37,7 +39,11 @@ struct CudaMoeGemm {
   // stage 2: input rows act[position]; output y[pair] = routing weight * (row + bias)
   const float *act_in;        // [pairs, k]
   const float *pair_weights;  // [pairs]
-  float *y;                   // [pairs, n]
+  // MXFP4 and BF16 experts (the tensor cores' bf16 inputs) read and write bf16 rows instead of
+  // x, act and act_in: x rounded once per call, and act rounded once by stage 1
+  const __nv_bfloat16 *x_bf16;  // [num_tokens, k] (stage 1)
+  __nv_bfloat16 *act_bf16;      // [pairs, n / 2] (stage 1's output) = [pairs, k] (stage 2's input)
+  float *y;                     // [pairs, n]
 };
 
 // Runs one launch with max_items blocks of items (a bound on *num_items) on the stream.

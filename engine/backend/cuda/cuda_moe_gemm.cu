@@ -1,10 +1,13 @@
 // cuda_moe_gemm.cu: the grouped expert kernels of the MoE op. One thread block per work item
 // (one expert, up to CUDA_MOE_BM of its token rows) and CUDA_MOE_BN weight rows; the input rows
-// and weights go through shared memory MOE_BK columns at a time, the next tile's global loads in
-// flight (in registers) while the current one is multiplied.
-//   MXFP4 and BF16 experts: bf16 tensor cores (WMMA 16x16x16, float32 accumulation); the float
-//     input rows are rounded to bf16 and MXFP4 is decoded to bf16 (exactly) on the way into
-//     shared memory.
+// and weights go through shared memory MOE_MMA_BK (tensor cores) or MOE_BK (F32) columns at a
+// time, the next tile's global loads in flight (in registers) while the current one is
+// multiplied.
+//   MXFP4 and BF16 experts: bf16 tensor cores (WMMA 16x16x16, float32 accumulation) on bf16
+//     input rows (cuda_moe.cu rounds x once per call; stage 1 writes act in bf16); MXFP4 is
+//     decoded to bf16 (exactly) on the way into shared memory: a 256-entry table gives a code
+//     byte's two e2m1 values as bf16x2, and one bf16x2 product applies the block's scale (exact
+//     while the product stays a normal bf16; other scales take the float path).
 //   F32 experts: float32 on the CUDA cores (4 x 4 outputs per thread), so F32 weights give a
 //     float32 evaluation, as on the CPU (the golden tests' format).
 // Stage 1 gathers the tokens' x rows and ends with the bias and the clamped SwiGLU (alpha 1.702,
@@ -18,7 +21,9 @@
 
 #define MOE_BM CUDA_MOE_BM
 #define MOE_BN CUDA_MOE_BN
-#define MOE_BK 64
+#define MOE_BK 64         // columns per shared tile (F32 kernel)
+#define MOE_MMA_HALVES 2  // tensor-core kernel: 2 x MOE_BK columns per shared tile
+#define MOE_MMA_BK (MOE_MMA_HALVES * MOE_BK)
 #define MOE_PAD 8  // bf16 elements after each shared row (keeps WMMA's 32-byte alignment)
 #define MOE_THREADS 128
 
@@ -39,16 +44,32 @@ static __device__ bool cuda_moe_tile(const CudaMoeGemm &g, CudaMoeTile *t) {
   return t->e >= 0 && t->e < g.count;
 }
 
-// The float row input row r reads (stage 1: its token's x; stage 2: its act row); NULL past
-// the tile's rows. pairs: [MOE_BM] the rows' pair ids.
-static __device__ const float *cuda_moe_a_row(const CudaMoeGemm &g, const int *pairs,
-                                              const CudaMoeTile &t, int r) {
+// The row input row r reads (stage 1: its token's x; stage 2: its act row), of x and act_in
+// (float) or x_bf16 and act_bf16; NULL past the tile's rows. pairs: [MOE_BM] the rows' pair ids.
+template <typename T>
+static __device__ const T *cuda_moe_a_row(const T *x, const T *act_in, const CudaMoeGemm &g,
+                                          const int *pairs, const CudaMoeTile &t, int r) {
   if (r >= t.rows) return nullptr;
-  return g.stage == 1 ? g.x + (int64_t)(pairs[r] / g.top_k) * g.k
-                      : g.act_in + (int64_t)(t.pos0 + r) * g.k;
+  return g.stage == 1 ? x + (int64_t)(pairs[r] / g.top_k) * g.k
+                      : act_in + (int64_t)(t.pos0 + r) * g.k;
 }
 
-// Input tile loader: 16 columns of one row per thread (row tid / 4, columns (tid % 4) * 16).
+// Input tile loaders: 16 columns of one row per thread (row tid / 4, columns (tid % 4) * 16).
+// Of bf16 rows (the tensor cores' path):
+struct CudaMoeABf16 {
+  uint4 v[2];
+  __device__ void load(const __nv_bfloat16 *row, int col, int k) {
+    const bool valid = row && col < k;
+    v[0] = valid ? ((const uint4 *)(row + col))[0] : make_uint4(0, 0, 0, 0);
+    v[1] = valid ? ((const uint4 *)(row + col))[1] : make_uint4(0, 0, 0, 0);
+  }
+  __device__ void store_bf16(__nv_bfloat16 *dst) const {  // dst: [16], 16-byte aligned
+    ((uint4 *)dst)[0] = v[0];
+    ((uint4 *)dst)[1] = v[1];
+  }
+};
+
+// Of float rows (the F32 experts' path):
 struct CudaMoeA {
   float4 v[4];
   __device__ void load(const float *row, int col, int k) {
@@ -56,16 +77,6 @@ struct CudaMoeA {
 #pragma unroll
     for (int i = 0; i < 4; i++)
       v[i] = valid ? ((const float4 *)(row + col))[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  }
-  __device__ void store_bf16(__nv_bfloat16 *dst) const {  // dst: [16], 16-byte aligned
-    __nv_bfloat162 h[8];
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-      h[2 * i] = __floats2bfloat162_rn(v[i].x, v[i].y);
-      h[2 * i + 1] = __floats2bfloat162_rn(v[i].z, v[i].w);
-    }
-    ((uint4 *)dst)[0] = *(const uint4 *)&h[0];
-    ((uint4 *)dst)[1] = *(const uint4 *)&h[4];
   }
   // Transposed, as float: at[col + i][r] = value i.   at: [MOE_BK][MOE_BM + 4]
   __device__ void store_f32_t(float (*at)[MOE_BM + 4], int r, int col) const {
@@ -78,9 +89,17 @@ struct CudaMoeA {
 };
 
 // Weight tile loaders: 32 columns (one MXFP4 block) of one weight row per thread (row tid / 2,
-// columns (tid % 2) * 32). valid: the row and columns exist (else zeros).
+// columns (tid % 2) * 32). valid: the row and columns exist (else zeros). lut: the MXFP4 table
+// (cuda_moe_lut_init), unused by the other formats.
 template <int FMT>
 struct CudaMoeB;
+
+// lut[byte] = the bf16x2 bits of e2m1(byte & 15) (low half) and e2m1(byte >> 4) (high half).
+static __device__ void cuda_moe_lut_init(uint32_t *lut) {
+  for (int i = threadIdx.x; i < 256; i += blockDim.x)
+    lut[i] = __float_as_uint(cuda_e2m1(i & 15u)) >> 16 |
+             (__float_as_uint(cuda_e2m1(i >> 4)) & 0xffff0000u);
+}
 
 template <>
 struct CudaMoeB<WEIGHT_MXFP4> {
@@ -92,8 +111,25 @@ struct CudaMoeB<WEIGHT_MXFP4> {
     q = valid ? ((const uint4 *)w)[block] : make_uint4(0, 0, 0, 0);
     scale = valid ? scales[block] : 0u;
   }
-  __device__ void store_bf16(__nv_bfloat16 *dst) const {  // dst: [32]; byte j: values 2j, 2j+1
+  // dst: [32]; byte j: values 2j, 2j+1
+  __device__ void store_bf16(__nv_bfloat16 *dst, const uint32_t *lut) const {
     const uint32_t words[4] = {q.x, q.y, q.z, q.w};
+    if (scale >= 2 && scale <= 252) {  // e2m1 (2^-1 .. 6) x 2^(scale - 127): a normal bf16
+      const uint32_t s = scale << 7 | scale << 23;  // bf16x2 of 2^(scale - 127), twice
+      const __nv_bfloat162 s2 = *(const __nv_bfloat162 *)&s;
+#pragma unroll
+      for (int wd = 0; wd < 4; wd++) {
+        uint32_t h[4];
+#pragma unroll
+        for (int b = 0; b < 4; b++) {
+          const uint32_t pair = lut[(words[wd] >> (8 * b)) & 0xffu];
+          const __nv_bfloat162 v = __hmul2(*(const __nv_bfloat162 *)&pair, s2);
+          h[b] = *(const uint32_t *)&v;
+        }
+        ((uint4 *)dst)[wd] = make_uint4(h[0], h[1], h[2], h[3]);
+      }
+      return;
+    }
 #pragma unroll
     for (int wd = 0; wd < 4; wd++) {
       __nv_bfloat162 h[4];
@@ -118,7 +154,8 @@ struct CudaMoeB<WEIGHT_BF16> {
 #pragma unroll
     for (int i = 0; i < 4; i++) q[i] = valid ? src[i] : make_uint4(0, 0, 0, 0);
   }
-  __device__ void store_bf16(__nv_bfloat16 *dst) const {
+  __device__ void store_bf16(__nv_bfloat16 *dst, const uint32_t *lut) const {
+    (void)lut;
 #pragma unroll
     for (int i = 0; i < 4; i++) ((uint4 *)dst)[i] = q[i];
   }
@@ -144,10 +181,11 @@ struct CudaMoeB<WEIGHT_F32> {
   }
 };
 
-// Stage 1's epilogue: bias, clamp (gate above only, linear both sides), SwiGLU into act.
-// Stage 2's: y[pair] = routing weight * (row + bias).   c: [MOE_BM, MOE_BN + 4] the products
+// Stage 1's epilogue: bias, clamp (gate above only, linear both sides), SwiGLU into act (or,
+// with bf16_act, act_bf16). Stage 2's: y[pair] = routing weight * (row + bias).
+// c: [MOE_BM, MOE_BN + 4] the products
 static __device__ void cuda_moe_epilogue(const CudaMoeGemm &g, const float (*c)[MOE_BN + 4],
-                                         const int *pairs, const CudaMoeTile &t) {
+                                         const int *pairs, const CudaMoeTile &t, bool bf16_act) {
   const float *bias = g.bias + (int64_t)(g.first + t.e) * g.n;  // [n] of this expert
   if (g.stage == 1) {
     const int half_n = g.n / 2;
@@ -157,7 +195,11 @@ static __device__ void cuda_moe_epilogue(const CudaMoeGemm &g, const float (*c)[
       const float gate = fminf(c[r][2 * j] + bias[n], g.limit);
       const float lin = fminf(fmaxf(c[r][2 * j + 1] + bias[n + 1], -g.limit), g.limit);
       const float glu = gate / (1.0f + expf(-GPTOSS_SWIGLU_ALPHA * gate));
-      g.act[(int64_t)(t.pos0 + r) * half_n + n / 2] = glu * (lin + 1.0f);
+      const int64_t at = (int64_t)(t.pos0 + r) * half_n + n / 2;
+      if (bf16_act)
+        g.act_bf16[at] = __float2bfloat16_rn(glu * (lin + 1.0f));
+      else
+        g.act[at] = glu * (lin + 1.0f);
     }
   } else {
     for (int idx = threadIdx.x; idx < MOE_BM * MOE_BN; idx += MOE_THREADS) {
@@ -177,46 +219,59 @@ __global__ void __launch_bounds__(MOE_THREADS)
   using namespace nvcuda;
   CudaMoeTile t;
   if (!cuda_moe_tile(g, &t)) return;
-  __shared__ __align__(128) __nv_bfloat16 As[MOE_BM][MOE_BK + MOE_PAD];
-  __shared__ __align__(128) __nv_bfloat16 Bs[MOE_BN][MOE_BK + MOE_PAD];
+  __shared__ __align__(128) __nv_bfloat16 As[MOE_BM][MOE_MMA_BK + MOE_PAD];
+  __shared__ __align__(128) __nv_bfloat16 Bs[MOE_BN][MOE_MMA_BK + MOE_PAD];
   __shared__ __align__(128) float Cs[MOE_BM][MOE_BN + 4];
   __shared__ int pairs[MOE_BM];
+  __shared__ uint32_t lut[256];
   const int tid = threadIdx.x, warp = tid / 32;
   if (tid < MOE_BM) pairs[tid] = tid < t.rows ? g.sorted[t.pos0 + tid] : -1;
+  if (FMT == WEIGHT_MXFP4) cuda_moe_lut_init(lut);
   __syncthreads();
 
   const int a_r = tid / 4, a_c = (tid % 4) * 16, b_r = tid / 2, b_c = (tid % 2) * 32;
-  const float *a_row = cuda_moe_a_row(g, pairs, t, a_r);
+  const __nv_bfloat16 *a_row =
+      cuda_moe_a_row(g.x_bf16, (const __nv_bfloat16 *)g.act_bf16, g, pairs, t, a_r);
   const int64_t b_row = t.n0 + b_r;
   const void *w = g.w[t.e];
   const uint8_t *scales = g.scales[t.e];
-  CudaMoeA a;
-  CudaMoeB<FMT> b;
-  a.load(a_row, a_c, g.k);
-  b.load(w, scales, g.k, b_row < g.n && b_c < g.k, b_row, b_c);
+  CudaMoeABf16 a[MOE_MMA_HALVES];  // half h: columns h * MOE_BK .. + MOE_BK of the tile
+  CudaMoeB<FMT> b[MOE_MMA_HALVES];
+#pragma unroll
+  for (int h = 0; h < MOE_MMA_HALVES; h++) {
+    const int c = h * MOE_BK;
+    a[h].load(a_row, c + a_c, g.k);
+    b[h].load(w, scales, g.k, b_row < g.n && c + b_c < g.k, b_row, c + b_c);
+  }
 
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
   wmma::fill_fragment(acc[0], 0.0f);
   wmma::fill_fragment(acc[1], 0.0f);
-  const int num_k_tiles = (g.k + MOE_BK - 1) / MOE_BK;
+  const int num_k_tiles = (g.k + MOE_MMA_BK - 1) / MOE_MMA_BK;
   for (int kt = 0; kt < num_k_tiles; kt++) {
-    a.store_bf16(&As[a_r][a_c]);
-    b.store_bf16(&Bs[b_r][b_c]);
+#pragma unroll
+    for (int h = 0; h < MOE_MMA_HALVES; h++) {
+      a[h].store_bf16(&As[a_r][h * MOE_BK + a_c]);
+      b[h].store_bf16(&Bs[b_r][h * MOE_BK + b_c], lut);
+    }
     __syncthreads();
     if (kt + 1 < num_k_tiles) {  // the next tile's loads fly while this one is multiplied
-      const int k0 = (kt + 1) * MOE_BK;
-      a.load(a_row, k0 + a_c, g.k);
-      b.load(w, scales, g.k, b_row < g.n && k0 + b_c < g.k, b_row, k0 + b_c);
+#pragma unroll
+      for (int h = 0; h < MOE_MMA_HALVES; h++) {
+        const int k0 = (kt + 1) * MOE_MMA_BK + h * MOE_BK;
+        a[h].load(a_row, k0 + a_c, g.k);
+        b[h].load(w, scales, g.k, b_row < g.n && k0 + b_c < g.k, b_row, k0 + b_c);
+      }
     }
 #pragma unroll
-    for (int kk = 0; kk < MOE_BK; kk += 16) {
+    for (int kk = 0; kk < MOE_MMA_BK; kk += 16) {
       wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> bf;
       wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> af;
-      wmma::load_matrix_sync(bf, &Bs[warp * 16][kk], MOE_BK + MOE_PAD);  // B(k, n) = W[n][k]
-      wmma::load_matrix_sync(af, &As[0][kk], MOE_BK + MOE_PAD);
+      wmma::load_matrix_sync(bf, &Bs[warp * 16][kk], MOE_MMA_BK + MOE_PAD);  // B(k,n) = W[n][k]
+      wmma::load_matrix_sync(af, &As[0][kk], MOE_MMA_BK + MOE_PAD);
       wmma::mma_sync(acc[0], af, bf, acc[0]);
       if (t.rows > 16) {
-        wmma::load_matrix_sync(af, &As[16][kk], MOE_BK + MOE_PAD);
+        wmma::load_matrix_sync(af, &As[16][kk], MOE_MMA_BK + MOE_PAD);
         wmma::mma_sync(acc[1], af, bf, acc[1]);
       }
     }
@@ -226,7 +281,7 @@ __global__ void __launch_bounds__(MOE_THREADS)
   if (t.rows > 16)
     wmma::store_matrix_sync(&Cs[16][warp * 16], acc[1], MOE_BN + 4, wmma::mem_row_major);
   __syncthreads();
-  cuda_moe_epilogue(g, Cs, pairs, t);
+  cuda_moe_epilogue(g, Cs, pairs, t, true);
 }
 
 // F32 experts in float32: thread (ty, tx) = (tid / 16, tid % 16) computes rows ty * 4 .. + 4
@@ -244,7 +299,7 @@ __global__ void __launch_bounds__(MOE_THREADS)
   __syncthreads();
 
   const int a_r = tid / 4, a_c = (tid % 4) * 16, b_r = tid / 2, b_c = (tid % 2) * 32;
-  const float *a_row = cuda_moe_a_row(g, pairs, t, a_r);
+  const float *a_row = cuda_moe_a_row(g.x, g.act_in, g, pairs, t, a_r);
   const int64_t b_row = t.n0 + b_r;
   const void *w = g.w[t.e];
   CudaMoeA a;
@@ -280,14 +335,17 @@ __global__ void __launch_bounds__(MOE_THREADS)
 #pragma unroll
     for (int j = 0; j < 4; j++) Cs[ty * 4 + i][tx * 4 + j] = acc[i][j];
   __syncthreads();
-  cuda_moe_epilogue(g, Cs, pairs, t);
+  cuda_moe_epilogue(g, Cs, pairs, t, false);
 }
 
 void cuda_moe_gemm(CudaState *st, const CudaMoeGemm &g, int max_items) {
   CHECK(g.k % 32 == 0 && g.n % 2 == 0 && g.count <= CUDA_MOE_MAX_LAUNCH_EXPERTS);
   CHECK(g.stage == 1 || g.stage == 2);
   for (int i = 0; i < g.count; i++) CHECK(((uintptr_t)g.w[i] & 15) == 0);
-  CHECK(((uintptr_t)(g.stage == 1 ? g.x : g.act_in) & 15) == 0);
+  const bool bf16_rows = g.format != WEIGHT_F32;
+  CHECK(((uintptr_t)(g.stage == 1 ? (bf16_rows ? (const void *)g.x_bf16 : g.x)
+                                  : (bf16_rows ? (const void *)g.act_bf16 : g.act_in)) &
+         15) == 0);
   if (max_items <= 0) return;
   const dim3 grid((unsigned)max_items, (unsigned)((g.n + MOE_BN - 1) / MOE_BN));
   switch (g.format) {
