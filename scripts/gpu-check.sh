@@ -22,7 +22,8 @@
 #                the measured copy bandwidth and cuBLAS bf16 rate
 #   6 serve      `gptoss-engine serve openai/gpt-oss-20b --load-format dummy --device cuda` in
 #                each of GPU_CHECK_SERVE_MODES (sync: the defaults; async: --async-scheduling;
-#                host-sampling: GPTOSS_HOST_SAMPLING=1, for what device sampling saves), each
+#                host-sampling: GPTOSS_HOST_SAMPLING=1, for what device sampling saves;
+#                profile: GPTOSS_CUDA_PROFILE=1, the device time per op in serve-profile.log), each
 #                measured by `gptoss-bench bench` on each of GPU_CHECK_WORKLOADS: random
 #                2000/100 (random) and datasets/sharegpt-synth.json (sharegpt), 200 prompts each
 # Stays within GPU_CHECK_BUDGET_S seconds (default 470; run.sh: 420): a step that would start
@@ -200,6 +201,11 @@ serve_stop() {
   kill -KILL "$server_pid" 2>/dev/null
   wait "$server_pid" 2>/dev/null
 }
+profile_top() {  # serve log -> its profile table's three largest shares, on one line
+  awk '/profile \(GPTOSS_CUDA_PROFILE=1\)/ { on = 1; next } on && /%$/ { sub(/^ +/, ""); print }' "$1" |
+    awk '{ print $NF, $0 }' | sort -rn | head -3 | awk '{ $1 = ""; sub(/^ /, ""); print }' |
+    sed 's/  */ /g' | paste -sd ';' -
+}
 metric() {  # log, label -> value
   awk -v label="$2" 'index($0, label) == 1 { print $NF; exit }' "$1"
 }
@@ -278,15 +284,18 @@ for mode in $serve_modes; do
   may_start "serve-$mode" 90 gpu || continue
   flags=()
   host_sampling=0
+  profile=0
   case $mode in
     sync) ;;
     async) flags=(--async-scheduling) ;;
     host-sampling) host_sampling=1 ;;
-    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, host-sampling)"; continue ;;
+    profile) profile=1 ;;
+    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, host-sampling, profile)"; continue ;;
   esac
   t0=$(date +%s)
-  if GPTOSS_HOST_SAMPLING=$host_sampling serve_start "$out/serve-$mode.log" "$serve_model" \
-       --load-format dummy --weight-format bf16 "${flags[@]}"; then
+  if GPTOSS_HOST_SAMPLING=$host_sampling GPTOSS_CUDA_PROFILE=$profile \
+       serve_start "$out/serve-$mode.log" "$serve_model" --load-format dummy \
+       --weight-format bf16 "${flags[@]}"; then
     record "serve-$mode" PASS "ready in $(( $(date +%s) - t0 )) s"
     if [ "$mode" != host-sampling ] && [[ $workloads == *" random "* ]]; then
       may_start "random-2000-100-$mode" 30 &&
@@ -297,6 +306,13 @@ for mode in $serve_modes; do
       bench_run "sharegpt-synth-$mode" --dataset-name sharegpt \
         --dataset-path datasets/sharegpt-synth.json
     serve_stop
+    if [ "$profile" = 1 ]; then
+      if grep -q 'profile (GPTOSS_CUDA_PROFILE=1)' "$out/serve-$mode.log"; then
+        record profile PASS "$(profile_top "$out/serve-$mode.log") (serve-$mode.log)"
+      else
+        record profile FAIL "no profile table in serve-$mode.log"
+      fi
+    fi
   else
     serve_stop
     record "serve-$mode" FAIL "not ready: $(tail -n 1 "$out/serve-$mode.log")"

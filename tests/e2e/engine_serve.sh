@@ -2,7 +2,8 @@
 # engine_serve.sh: drives the real `gptoss-engine serve` on gpt-oss-tiny (dummy weights) with 200
 # concurrent streaming chat requests over HTTP, in sync and in async scheduling mode, with -tp 2
 # and with -pp 2: every greedy output (the ids streamed with vLLM's return_token_ids) equals
-# `gptoss-engine generate` on the same prompt; then SIGTERM stops the server with status 0.
+# `gptoss-engine generate` on the same prompt; then SIGTERM stops the server with status 0. Before
+# that: the refusals at start and the device's defaults.
 # Usage: engine_serve.sh BUILD_DIR (prints TAP).
 set -u
 engine="${1:?usage: engine_serve.sh BUILD_DIR}/bin/gptoss-engine"
@@ -37,6 +38,24 @@ fi
 tap_ok "a bad --kv-cache-memory names the flag" refuses "--kv-cache-memory '3x'" --kv-cache-memory 3x
 tap_ok "--max-num-seqs above the token budget is refused" \
   refuses "--max-num-seqs" --max-num-seqs 64 --max-num-batched-tokens 32
+
+# The defaults follow the device (on the CPU: 2048 batched tokens, 128 sequences; CUDA's 8192
+# and 1024 are checked by scripts/gpu-check.sh), and the default sequence cap never exceeds a
+# token budget that was given.
+serves_with() {  # expected text of the printed configuration, flags...
+  local want=$1 log=$tmp/defaults.$RANDOM.log pid; shift
+  "$engine" serve gpt-oss-tiny --device cpu --port 0 --kv-cache-memory 64MiB "$@" > "$log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  wait_for_output "$log" 's/^gptoss-engine serve: listening on //p' 300 > /dev/null
+  kill -TERM "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  grep -qF -- "$want" "$log"
+}
+tap_ok "the CPU's defaults: 2048 batched tokens, 128 sequences" \
+  serves_with "max-num-batched-tokens 2048  max-num-seqs 128"
+tap_ok "--max-num-batched-tokens 64 alone caps the default sequences at 64" \
+  serves_with "max-num-batched-tokens 64  max-num-seqs 64" --max-num-batched-tokens 64
 
 NUM_PROMPTS=4
 NUM_REQUESTS=200

@@ -182,6 +182,7 @@ static void cuda_attention_launch(CudaState *st, const CudaAttnParams &p, dim3 g
 
 void cuda_attention(Backend *be, const AttentionArgs *a) {
   CudaState *st = cuda_enter(be);
+  CudaProfileScope profile(st, CUDA_PROF_ATTENTION);
   const Batch *b = a->batch;
   // The tiles were cut by upload_batch for this very batch (backend.h: every op gets its result).
   CHECK(b == &st->batch);

@@ -1,7 +1,8 @@
 // cuda_backend.cu: the CUDA backend's table, its state (device, stream, cuBLAS handle, scratch)
 // and its memory (zeroed device allocations, copies to and from the host). Computes nothing:
 // each op lives in its own file (cuda_ops.cu, cuda_linear.cu, cuda_attention.cu, cuda_moe.cu,
-// cuda_batch.cu, cuda_sample.cu). Owns the one place CUDA failures are reported (cuda_fail).
+// cuda_batch.cu, cuda_sample.cu; cuda_profile.cu times them). Owns the one place CUDA failures are
+// reported (cuda_fail).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,8 +87,12 @@ static void cuda_zero(Backend *be, void *ptr, size_t bytes) {
 
 static void cuda_to_host(Backend *be, void *dst, const void *src, size_t bytes) {
   CudaState *st = cuda_enter(be);
-  if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, st->stream));
+  {
+    CudaProfileScope profile(st, CUDA_PROF_TO_HOST);
+    if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, st->stream));
+  }
   CUDA_CHECK(cudaStreamSynchronize(st->stream));
+  cuda_profile_collect(st->profile);  // cheap now: the stream is idle
 }
 
 void cuda_to_device(Backend *be, void *dst_device, const void *src_host, size_t bytes) {
@@ -125,6 +130,7 @@ static void cuda_destroy(Backend *be) {
   if (!be) return;
   CudaState *st = cuda_enter(be);
   CUDA_CHECK(cudaStreamSynchronize(st->stream));
+  cuda_profile_report(st->profile, st->device);
   for (int i = 0; i < CUDA_SCRATCH_COUNT; i++) CUDA_CHECK(cudaFree(st->scratch[i].ptr));
   cuda_batch_free(st);
   if (st->sample_host.ptr) CUDA_CHECK(cudaFreeHost(st->sample_host.ptr));
@@ -203,6 +209,7 @@ Backend *cuda_backend_create(int device, char *err, size_t err_size) {
   CUBLAS_CHECK(cublasSetStream(st->cublas, st->stream));
   // No TF32: F32 weights are the float32 reference path (SGEMM as written).
   CUBLAS_CHECK(cublasSetMathMode(st->cublas, CUBLAS_DEFAULT_MATH));
+  st->profile = cuda_profile_create();
   return cuda_table(st);
 
 fail:

@@ -46,6 +46,7 @@ typedef struct {
 
 const Batch *cuda_upload_batch(Backend *be, const Batch *host) {
   CudaState *st = cuda_enter(be);
+  CudaProfileScope profile(st, CUDA_PROF_UPLOAD);
   CHECK(host->num_seqs >= 0 && host->num_tokens >= 0 && host->num_logits >= 0);
   const size_t T = (size_t)host->num_tokens, S = (size_t)host->num_seqs;
   const int num_tiles = host->query_start ? cuda_batch_num_tiles(host) : 0;  // none without it

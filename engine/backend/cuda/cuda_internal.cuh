@@ -63,6 +63,25 @@ struct CudaBuffer {
   size_t bytes;
 };
 
+// Profiling (cuda_profile.cu, GPTOSS_CUDA_PROFILE=1): what each op's device time is counted as.
+enum CudaProfileOp {
+  CUDA_PROF_EMBED,
+  CUDA_PROF_RMSNORM,
+  CUDA_PROF_LINEAR,
+  CUDA_PROF_LINEAR_WIDE,  // >= 32768 output rows: the unembedding
+  CUDA_PROF_ROPE,
+  CUDA_PROF_KV_WRITE,
+  CUDA_PROF_ATTENTION,
+  CUDA_PROF_MOE,
+  CUDA_PROF_GATHER,
+  CUDA_PROF_ADD,
+  CUDA_PROF_UPLOAD,
+  CUDA_PROF_SAMPLE,
+  CUDA_PROF_TO_HOST,
+  CUDA_PROF_COUNT,
+};
+struct CudaProfile;
+
 // Query tokens per attention work tile: a tile is up to this many consecutive tokens of one
 // sequence (upload_batch cuts them, cuda_attention.cu reads them).
 #define CUDA_ATTN_TILE_TOKENS 4
@@ -82,6 +101,23 @@ struct CudaState {
   int num_attn_tiles;
   // sample: the rows' parameters and the sampled ids, staged (pinned) and on the device
   CudaBuffer sample_host, sample_dev;
+  CudaProfile *profile;  // NULL unless GPTOSS_CUDA_PROFILE=1
+};
+
+// NULL unless GPTOSS_CUDA_PROFILE=1. report prints the table to stderr and frees the profile.
+CudaProfile *cuda_profile_create(void);
+void cuda_profile_report(CudaProfile *p, int device);
+// Reads back the recorded ops' times (none inside an op); call where the stream has just been
+// synchronised, so that nothing waits.
+void cuda_profile_collect(CudaProfile *p);
+void cuda_profile_begin(CudaState *st, CudaProfileOp op);
+void cuda_profile_end(CudaState *st);
+
+// One op's device time while in scope (nothing when not profiling).
+struct CudaProfileScope {
+  CudaState *st;
+  CudaProfileScope(CudaState *s, CudaProfileOp op) : st(s) { cuda_profile_begin(st, op); }
+  ~CudaProfileScope() { cuda_profile_end(st); }
 };
 
 static inline CudaState *cuda_state(Backend *be) { return (CudaState *)be->state; }

@@ -69,6 +69,7 @@ static const __nv_bfloat16 *cuda_linear_input_bf16(CudaState *st, const float *x
 void cuda_linear(Backend *be, const WeightMatrix *w, const float *bias, const float *x,
                  int num_rows, float *y, bool accumulate) {
   CudaState *st = cuda_enter(be);
+  CudaProfileScope profile(st, w->rows >= 32768 ? CUDA_PROF_LINEAR_WIDE : CUDA_PROF_LINEAR);
   CHECK(num_rows >= 0 && w->rows > 0 && w->cols > 0 && w->data);
   CHECK(w->format != WEIGHT_Q8);  // refused by cuda_weights_upload: Q8 is a CPU format
   CHECK(w->rows <= INT32_MAX && w->cols <= INT32_MAX);

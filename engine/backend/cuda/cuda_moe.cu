@@ -139,6 +139,7 @@ static void cuda_moe_stage(CudaState *st, CudaMoeGemm *g, const WeightMatrix *w,
 
 void cuda_moe(Backend *be, const MoeArgs *a) {
   CudaState *st = cuda_enter(be);
+  CudaProfileScope profile(st, CUDA_PROF_MOE);
   const GptOssConfig *c = a->config;
   const LayerWeights *L = a->layer;
   const int T = a->num_tokens, hidden = c->hidden_size, E = c->num_experts;

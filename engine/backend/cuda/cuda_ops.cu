@@ -21,6 +21,7 @@ __global__ void cuda_embed_kernel(int fmt, const void *data, const uint8_t *scal
 void cuda_embed(Backend *be, const WeightMatrix *table, const uint32_t *ids, int num_tokens,
                 float *out) {
   CudaState *st = cuda_enter(be);
+  CudaProfileScope profile(st, CUDA_PROF_EMBED);
   CHECK(table->format != WEIGHT_Q8 && table->data);
   if (num_tokens <= 0) return;
   cuda_embed_kernel<<<num_tokens, CUDA_OPS_THREADS, 0, st->stream>>>(
@@ -56,6 +57,7 @@ __global__ void cuda_rmsnorm_kernel(const float *x, const float *scale, int dim,
 void cuda_rmsnorm(Backend *be, const float *x, const float *scale, int num_rows, int dim,
                   float *out) {
   CudaState *st = cuda_enter(be);
+  CudaProfileScope profile(st, CUDA_PROF_RMSNORM);
   if (num_rows <= 0) return;
   cuda_rmsnorm_kernel<<<num_rows, CUDA_OPS_THREADS, 0, st->stream>>>(x, scale, dim, out);
   CUDA_CHECK_LAUNCH();
@@ -82,6 +84,7 @@ __global__ void cuda_rope_kernel(float *x, int row_stride, int num_heads, int he
 void cuda_rope(Backend *be, float *x, int num_rows, int row_stride, int num_heads, int head_dim,
                const int32_t *positions, const RopeTable *rope) {
   CudaState *st = cuda_enter(be);
+  CudaProfileScope profile(st, CUDA_PROF_ROPE);
   CHECK(head_dim == 2 * rope->half_dim && rope->half_dim <= ROPE_MAX_HALF_DIM);
   CHECK(num_heads * head_dim <= row_stride);
   if (num_rows <= 0) return;
@@ -106,6 +109,7 @@ __global__ void cuda_kv_write_kernel(float *k_cache, float *v_cache, int64_t num
 void cuda_kv_write(Backend *be, KvCache *kv, int layer, const float *k, const float *v, int stride,
                    const int64_t *slot_mapping, int num_tokens) {
   CudaState *st = cuda_enter(be);
+  CudaProfileScope profile(st, CUDA_PROF_KV_WRITE);
   CHECK(layer >= 0 && layer < kv->num_layers);
   const int kv_dim = kv->num_kv_heads * kv->head_dim;
   CHECK(kv_dim <= stride);
@@ -126,6 +130,7 @@ __global__ void cuda_gather_kernel(const float *in, const int32_t *rows, int dim
 void cuda_gather_rows(Backend *be, const float *in, const int32_t *rows, int num_rows, int dim,
                       float *out) {
   CudaState *st = cuda_enter(be);
+  CudaProfileScope profile(st, CUDA_PROF_GATHER);
   if (num_rows <= 0) return;
   cuda_gather_kernel<<<num_rows, CUDA_OPS_THREADS, 0, st->stream>>>(in, rows, dim, out);
   CUDA_CHECK_LAUNCH();
@@ -139,6 +144,7 @@ __global__ void cuda_add_kernel(float *dst, const float *src, size_t n) {
 
 void cuda_add(Backend *be, float *dst, const float *src, size_t n) {
   CudaState *st = cuda_enter(be);
+  CudaProfileScope profile(st, CUDA_PROF_ADD);
   if (n == 0) return;
   const unsigned blocks =
       n / CUDA_OPS_THREADS + 1 < 65536 ? cuda_blocks(n, CUDA_OPS_THREADS) : 65536;

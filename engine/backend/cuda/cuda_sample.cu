@@ -126,6 +126,7 @@ __global__ static void cuda_sample_kernel(const float *logits, int vocab, const 
 void cuda_sample(Backend *be, const float *logits, int num_rows, int vocab, const SampleRow *rows,
                  int32_t *ids) {
   CudaState *st = cuda_enter(be);
+  CudaProfileScope profile(st, CUDA_PROF_SAMPLE);
   CHECK(num_rows >= 0 && vocab > 0);
   if (num_rows == 0) return;
   const size_t rows_bytes = ((size_t)num_rows * sizeof(SampleRow) + 255) & ~(size_t)255;
