@@ -1,11 +1,12 @@
 // test_cpu_ops.c: every op of the CPU backend (engine/backend/cpu) through its Backend table,
 // against naive double-precision references written here (never the backend's own helpers) and
 // against hand-computed values: linear in F32, BF16, MXFP4 (hand-made bytes) and Q8 on both of
-// its paths, embed, RMSNorm, RoPE, kv_write, gather_rows, paged attention with sinks (sliding
-// window boundary, GQA, block layout, batching, decode after prefill, GPT-OSS's own shape) and
-// MoE (top-k and softmax over the k, SwiGLU clamp, experts shared by several tokens). Every test
-// runs twice: on the portable backend (float32 inputs: near-exact bounds) and on the default one
-// (the AVX-512 kernels where this CPU has them: inputs rounded to bf16 or int8, bounds to match).
+// its paths (and AMX-INT8 against VNNI, bit for bit, where the CPU has AMX), embed, RMSNorm, RoPE,
+// kv_write, gather_rows, paged attention with sinks (sliding window boundary, GQA, block layout,
+// batching, decode after prefill, GPT-OSS's own shape) and MoE (top-k and softmax over the k,
+// SwiGLU clamp, experts shared by several tokens). Every test runs twice: on the portable backend
+// (float32 inputs: near-exact bounds) and on the default one (the AVX-512 kernels where this CPU
+// has them: inputs rounded to bf16 or int8, bounds to match).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -254,8 +255,9 @@ static void test_linear_bf16(void **state) {
 
 static void test_linear_mxfp4(void **state) {
   Backend *be = *state;
-  const int shapes[][3] = {{1, 1, 32},  {1, 5, 64},   {3, 9, 96},
-                           {4, 33, 32}, {6, 33, 128}, {7, 200, 4096}, {7, 64, 64}, {13, 64, 64}, {5, 64, 32}, {1, 64, 32}, {2,64,64}};
+  const int shapes[][3] = {{1, 1, 32},   {1, 5, 64},     {3, 9, 96},  {4, 33, 32},
+                           {6, 33, 128}, {7, 200, 4096}, {7, 64, 64}, {13, 64, 64},
+                           {5, 64, 32},  {1, 64, 32},    {2, 64, 64}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int v = 0; v < 4; v++)
       check_linear(be, WEIGHT_MXFP4, shapes[i][0], shapes[i][1], shapes[i][2], v & 1, v & 2,
@@ -266,12 +268,55 @@ static void test_linear_mxfp4(void **state) {
 // tiles of 16 rows, several register blocks of 8 input rows, more than 256 input rows.
 static void test_linear_q8(void **state) {
   Backend *be = *state;
-  const int shapes[][3] = {{1, 1, 1},    {1, 7, 5},    {2, 16, 4},   {3, 17, 33},   {9, 33, 96},
-                           {1, 65, 512}, {8, 48, 130}, {37, 70, 96}, {300, 40, 20}, {6, 300, 2880}};
+  // From 16 input rows and columns a multiple of 64, the default backend takes AMX where the CPU
+  // has it: one and two row blocks of 16, one and two tiles, a padded last block.
+  const int shapes[][3] = {{1, 1, 1},     {1, 7, 5},      {2, 16, 4},   {3, 17, 33},
+                           {9, 33, 96},   {1, 65, 512},   {8, 48, 130}, {37, 70, 96},
+                           {300, 40, 20}, {6, 300, 2880}, {16, 16, 64}, {17, 33, 128},
+                           {33, 48, 192}, {100, 70, 2880}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int v = 0; v < 4; v++)
       check_linear(be, WEIGHT_Q8, shapes[i][0], shapes[i][1], shapes[i][2], v & 1, v & 2,
                    900 + i * 4 + v);
+}
+
+// The dispatcher: GPTOSS_CPU_AMX=0 keeps Q8 products on AVX-512 VNNI (as on a CPU without AMX);
+// where the CPU has AMX-INT8, its tiles give the VNNI path's results bit for bit (the same int32
+// sums, the same epilogue), input rows and weight rows at every kind of edge.
+static void test_linear_q8_amx_matches_vnni(void **state) {
+  (void)state;
+  if (!g_fast) return;  // the portable group has neither
+  setenv("GPTOSS_CPU_AMX", "0", 1);
+  Backend *vnni = cpu_backend_create(2);
+  unsetenv("GPTOSS_CPU_AMX");
+  Backend *amx = cpu_backend_create(2);
+  assert_false(cpu_backend_uses_amx(vnni));
+  if (!cpu_backend_uses_amx(amx)) {
+    print_message("# skipped: no AMX (this CPU has no AMX-INT8, or Linux refused its tiles)\n");
+  } else {
+    const int shapes[][3] = {{16, 16, 64},  {17, 33, 128},  {31, 16, 64},    {32, 32, 64},
+                             {33, 48, 192}, {47, 17, 2880}, {100, 70, 2880}, {300, 100, 512}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+      const int m = shapes[i][0];
+      const int64_t rows = shapes[i][1], cols = shapes[i][2];
+      Rng r = {1300 + i};
+      TestWeight w = weight_make(WEIGHT_Q8, rows, cols, &r, 1.0f);
+      float *x = random_floats(&r, (size_t)(m * cols), 1.0f);
+      float *bias = random_floats(&r, (size_t)rows, 1.0f);
+      float *ya = random_floats(&r, (size_t)(m * rows), 1.0f);
+      float *yv = xmalloc((size_t)(m * rows) * sizeof(float));
+      memcpy(yv, ya, (size_t)(m * rows) * sizeof(float));
+      amx->linear(amx, &w.m, bias, x, m, ya, i % 2 == 1);
+      vnni->linear(vnni, &w.m, bias, x, m, yv, i % 2 == 1);
+      assert_memory_equal(ya, yv, (size_t)(m * rows) * sizeof(float));
+      weight_free(&w);
+      free(x), free(bias), free(ya), free(yv);
+    }
+    print_message("# Q8 on AMX-INT8 = on AVX-512 VNNI, bit for bit, at %zu shapes\n",
+                  sizeof shapes / sizeof shapes[0]);
+  }
+  amx->destroy(amx);
+  vnni->destroy(vnni);
 }
 
 // Hand-made MXFP4 bytes: low nibble = even element, scale bias 127, blocks along the columns.
@@ -1168,6 +1213,7 @@ int main(void) {
       cmocka_unit_test(test_linear_mxfp4),
       cmocka_unit_test(test_linear_mxfp4_hand),
       cmocka_unit_test(test_linear_q8),
+      cmocka_unit_test(test_linear_q8_amx_matches_vnni),
       cmocka_unit_test(test_embed),
       cmocka_unit_test(test_rmsnorm),
       cmocka_unit_test(test_rope_hand),

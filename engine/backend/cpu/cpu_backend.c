@@ -1,13 +1,15 @@
-// cpu_backend.c: the CPU backend's table, its state (thread pool, which AVX-512 kernels the CPU
-// runs, scratch) and its memory (host allocations). Owns the OpenBLAS thread setting (one thread
-// per call). Computes nothing: each op lives in its own file (cpu_ops.c, cpu_linear.c,
+// cpu_backend.c: the CPU backend's table, its state (thread pool, which AVX-512 and AMX kernels
+// the CPU runs, scratch) and its memory (host allocations). Owns the OpenBLAS thread setting (one
+// thread per call). Computes nothing: each op lives in its own file (cpu_ops.c, cpu_linear.c,
 // cpu_attention.c, cpu_moe.c and their kernels).
 #include "backend/cpu/cpu_backend.h"
 
 #include <cblas.h>
-#include <unistd.h>
+#include <cpuid.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "backend/cpu/cpu_internal.h"
 #include "common/check.h"
@@ -63,6 +65,21 @@ static bool cpu_has_avx512_base(void) {
          __builtin_cpu_supports("avx512vl");
 }
 
+// AMX-TILE and AMX-INT8 (CPUID leaf 7: EDX bits 24 and 25), and Linux's permission for this
+// process to use tile data (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, once: the
+// kernel then keeps the tiles' state for every thread). GPTOSS_CPU_AMX=0 turns AMX off.
+static bool cpu_amx_int8_usable(void) {
+  const char *v = getenv("GPTOSS_CPU_AMX");
+  if (v && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+    die("GPTOSS_CPU_AMX='%s': 0 (AVX-512 only) or 1 (AMX where the CPU has it, the default)", v);
+  if (v && strcmp(v, "0") == 0) return false;
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  if (!(edx >> 24 & 1) || !(edx >> 25 & 1)) return false;
+  enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+  return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+
 static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
   if (num_threads <= 0) num_threads = cpu_cores_usable();
   CpuState *st = xcalloc(1, sizeof(*st));
@@ -71,6 +88,7 @@ static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
   st->avx512 = fast_kernels && cpu_has_avx512_base();
   st->avx512_vnni = st->avx512 && __builtin_cpu_supports("avx512vnni");
   st->avx512_bf16 = st->avx512 && __builtin_cpu_supports("avx512bf16");
+  st->amx_int8 = st->avx512_vnni && cpu_amx_int8_usable();
   const char *mxfp4 = getenv("GPTOSS_CPU_MXFP4");
   if (mxfp4 && *mxfp4 && strcmp(mxfp4, "int8") != 0 && strcmp(mxfp4, "bf16") != 0)
     die("GPTOSS_CPU_MXFP4='%s': int8 (the default where the CPU has AVX512_VNNI) or bf16", mxfp4);
@@ -102,6 +120,8 @@ static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
 }
 
 Backend *cpu_backend_create(int num_threads) { return cpu_backend_new(num_threads, true); }
+
+bool cpu_backend_uses_amx(Backend *be) { return cpu_state(be)->amx_int8; }
 
 bool cpu_backend_pin(Backend *be, const int *cpus) {
   return cpu_pool_pin_workers(cpu_state(be)->pool, cpus);

@@ -1,6 +1,6 @@
 // cpu_backend.h: the CPU backend (the reference for every other backend): float32 activations,
-// AVX-512 kernels for Q8, BF16 and MXFP4 weights where the CPU has them (chosen at run time),
-// OpenBLAS for float32 weights and as the portable path, all cores for the rest.
+// AVX-512 (and AMX-INT8) kernels for Q8, BF16 and MXFP4 weights where the CPU has them (chosen
+// at run time), OpenBLAS for float32 weights and as the portable path, all cores for the rest.
 #ifndef GE_BACKEND_CPU_CPU_BACKEND_H
 #define GE_BACKEND_CPU_CPU_BACKEND_H
 
@@ -10,6 +10,9 @@
 Backend *cpu_backend_create(int num_threads);
 // The same without the AVX-512 kernels, as on a CPU that lacks them (for tests and comparisons).
 Backend *cpu_backend_create_portable(int num_threads);
+// Whether Q8 products of many rows run on AMX-INT8 tiles (the CPU has them, Linux permits them,
+// GPTOSS_CPU_AMX is not 0).
+bool cpu_backend_uses_amx(Backend *be);
 // Pins the backend's worker thread t to cpus[t] (t >= 1; cpus: one CPU per thread, cpus[0] the
 // calling thread's). False when the system refuses.
 bool cpu_backend_pin(Backend *be, const int *cpus);

@@ -36,6 +36,9 @@ typedef struct {
   bool avx512;       // AVX512F/BW/VL: cpu_attn512.c
   bool avx512_vnni;  // AVX512F/BW/VL + VNNI: cpu_q8.c
   bool avx512_bf16;  // AVX512F/BW/VL + BF16: cpu_bf16.c
+  // AMX-TILE + AMX-INT8, tile data permitted by the kernel, not turned off by GPTOSS_CPU_AMX=0:
+  // cpu_q8amx.c for Q8 products of many input rows.
+  bool amx_int8;
   // MXFP4 weights through cpu_mx8.c (8-bit inputs): avx512_vnni unless GPTOSS_CPU_MXFP4=bf16
   // keeps them on cpu_bf16.c (bf16 inputs: slower, closer to float32).
   bool mxfp4_int8;
@@ -75,6 +78,28 @@ void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_r
                    bool serial);
 void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
                      bool serial);
+// The input rows of cpu_q8_linear quantized: x[m][c] ~= q[m][c] * scale[m].
+typedef struct {
+  const int8_t *q;      // [num_rows rounded up to CPU_Q8_AMX_ROWS, ld] zero past cols and rows
+  const float *scale;   // [num_rows]
+  const int32_t *corr;  // [num_rows] Q8_ZERO * sum of row m's q: what the weights' offset adds
+  int64_t ld;           // bytes per row: q8_groups(cols) * 4
+} CpuQ8Input;
+
+// cpu_q8_linear's AMX-INT8 path (cpu_q8amx.c) for weight tiles t0 .. t1 - 1 (WEIGHT_Q8) times
+// input rows 0 .. num_rows - 1: bit-identical to the AVX-512 VNNI path (the same int32 sums, the
+// same float epilogue). Needs amx_int8 (tile data permitted for the process), cols a multiple of
+// CPU_Q8_AMX_K and the input rows padded with zero rows to a multiple of CPU_Q8_AMX_ROWS.
+// y: [num_rows, w->rows]
+#define CPU_Q8_AMX_ROWS 16  // input rows of a tile
+#define CPU_Q8_AMX_K 64     // columns (bytes) of a tile
+void cpu_q8_amx_tiles(const WeightMatrix *w, int64_t t0, int64_t t1, const CpuQ8Input *in,
+                      int num_rows, float *y);
+// The VNNI path's epilogue for one input row and one tile of 16 weight rows (num_valid of them):
+// y[m][row0 .. row0 + 16) += (dot - corr[m]) * (wscale[.] * scale[m]).
+void cpu_q8_store(const int32_t *dot, const float *wscale, const CpuQ8Input *in, int m, float *y,
+                  int64_t ldy, int64_t row0, int64_t num_valid);
+
 // cpu_mx8_linear: WEIGHT_MXFP4 with 8-bit inputs (needs avx512_vnni; cols a multiple of 32).
 void cpu_mx8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
                     bool serial);

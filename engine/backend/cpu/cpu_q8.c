@@ -5,9 +5,10 @@
 // horizontal sums. The +128 offset is taken out per input row (128 * its sum of q) before the
 // int32 sums are scaled into float. Register blocks are up to 4 tiles of 16 weight rows by up to
 // 8 input rows; a tile's bytes are read from memory once per chunk of 256 input rows. Threads
-// take pieces of the tiles as they come free. Compiled for AVX-512 with target attributes:
-// cpu_linear calls it only when the CPU has VNNI. Reads the weights, writes only y and its
-// scratch.
+// take pieces of the tiles as they come free. With AMX-INT8 and at least 16 input rows the tiles
+// go through cpu_q8amx.c instead (the same sums and epilogue). Compiled for AVX-512 with target
+// attributes: cpu_linear calls it only when the CPU has VNNI. Reads the weights, writes only y
+// and its scratch.
 #include <float.h>
 #include <immintrin.h>
 #include <string.h>
@@ -22,14 +23,7 @@
 #define CPU_Q8_CHUNK 256            // input rows per pass over a piece's weight tiles (L2-sized)
 #define CPU_Q8_PIECES_PER_THREAD 8  // pieces of the weight tiles handed out per thread
 #define CPU_Q8_GROUP_BYTES (Q8_TILE_ROWS * Q8_GROUP_COLS)
-
-// The input rows quantized: x[m][c] ~= q[m][c] * scale[m].
-typedef struct {
-  const int8_t *q;      // [num_rows, ld] zero past cols
-  const float *scale;   // [num_rows]
-  const int32_t *corr;  // [num_rows] Q8_ZERO * sum of row m's q: what the weights' offset adds
-  int64_t ld;           // bytes per row: q8_groups(cols) * 4
-} CpuQ8Input;
+#define CPU_Q8_AMX_MIN_ROWS 16  // fewer input rows stay on VNNI (AMX tiles would be mostly 0)
 
 // Quantizes one input row.  x: [cols], q: [ld]
 CPU_Q8_TARGET static void cpu_q8_quantize_row(const float *x, int64_t cols, int64_t ld, int8_t *q,
@@ -54,6 +48,17 @@ CPU_Q8_TARGET static void cpu_q8_quantize_row(const float *x, int64_t cols, int6
   }
   *scale = a / (float)Q8_MAX;
   *corr = Q8_ZERO * _mm512_reduce_add_epi32(sum);
+}
+
+// y[m][row0 + lane] += (acc[lane] - corr[m]) * (wscale[lane] * scale[m]) for the first
+// num_valid lanes: one input row's int32 sums over a tile of 16 weight rows, into float.
+CPU_Q8_INLINE void cpu_q8_store_vec(__m512i acc, const float *wscale, const CpuQ8Input *in, int m,
+                                    float *y, int64_t ldy, int64_t row0, int64_t num_valid) {
+  const __mmask16 mask = num_valid >= 16 ? 0xffff : (__mmask16)((1u << num_valid) - 1);
+  const __m512 dot = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_set1_epi32(in->corr[m])));
+  float *yr = y + (int64_t)m * ldy + row0;
+  const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(wscale), _mm512_set1_ps(in->scale[m]));
+  _mm512_mask_storeu_ps(yr, mask, _mm512_fmadd_ps(dot, s, _mm512_maskz_loadu_ps(mask, yr)));
 }
 
 // y[m0 + i][row0 + 16 z + lane] += (x row m0 + i) . (weight row) for z < RZ tiles from w and
@@ -86,17 +91,16 @@ CPU_Q8_INLINE void cpu_q8_block(const uint8_t *w, int64_t groups, const float *w
   for (int z = 0; z < RZ; z++) {
     const int64_t left = num_valid - z * Q8_TILE_ROWS;
     if (left <= 0) break;
-    const __mmask16 mask = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
-    const __m512 ws = _mm512_loadu_ps(wscale + z * Q8_TILE_ROWS);
 #pragma GCC unroll 8
-    for (int i = 0; i < MT; i++) {
-      const __m512 dot =
-          _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[z][i], _mm512_set1_epi32(in->corr[m0 + i])));
-      float *yr = y + (int64_t)(m0 + i) * ldy + row0 + z * Q8_TILE_ROWS;
-      const __m512 s = _mm512_mul_ps(ws, _mm512_set1_ps(in->scale[m0 + i]));
-      _mm512_mask_storeu_ps(yr, mask, _mm512_fmadd_ps(dot, s, _mm512_maskz_loadu_ps(mask, yr)));
-    }
+    for (int i = 0; i < MT; i++)
+      cpu_q8_store_vec(acc[z][i], wscale + z * Q8_TILE_ROWS, in, m0 + i, y, ldy,
+                       row0 + z * Q8_TILE_ROWS, left);
   }
+}
+
+CPU_Q8_TARGET void cpu_q8_store(const int32_t *dot, const float *wscale, const CpuQ8Input *in,
+                                int m, float *y, int64_t ldy, int64_t row0, int64_t num_valid) {
+  cpu_q8_store_vec(_mm512_loadu_si512(dot), wscale, in, m, y, ldy, row0, num_valid);
 }
 
 #define CPU_Q8_CASE(rz, mt)                                                   \
@@ -110,10 +114,11 @@ CPU_Q8_TARGET static void cpu_q8_dispatch(const uint8_t *w, int64_t groups, cons
                                           int64_t row0, int64_t num_valid, int rz, int mt) {
   switch (rz * 16 + mt) {
     CPU_Q8_CASE(1, 1)
-    CPU_Q8_CASE(1, 2) CPU_Q8_CASE(1, 3) CPU_Q8_CASE(1, 4) CPU_Q8_CASE(1, 5) CPU_Q8_CASE(1, 6)
-        CPU_Q8_CASE(1, 7) CPU_Q8_CASE(1, 8) CPU_Q8_CASE(2, 1) CPU_Q8_CASE(2, 2) CPU_Q8_CASE(2, 3)
-            CPU_Q8_CASE(2, 4) CPU_Q8_CASE(2, 5) CPU_Q8_CASE(2, 6) CPU_Q8_CASE(2, 7)
-                CPU_Q8_CASE(2, 8) CPU_Q8_CASE(4, 1)
+    CPU_Q8_CASE(1, 2)
+    CPU_Q8_CASE(1, 3) CPU_Q8_CASE(1, 4) CPU_Q8_CASE(1, 5) CPU_Q8_CASE(1, 6) CPU_Q8_CASE(1, 7)
+        CPU_Q8_CASE(1, 8) CPU_Q8_CASE(2, 1) CPU_Q8_CASE(2, 2) CPU_Q8_CASE(2, 3) CPU_Q8_CASE(2, 4)
+            CPU_Q8_CASE(2, 5) CPU_Q8_CASE(2, 6) CPU_Q8_CASE(2, 7) CPU_Q8_CASE(2, 8)
+                CPU_Q8_CASE(4, 1)
   }
   CHECK(!"unsupported q8 register block");
 }
@@ -149,6 +154,7 @@ typedef struct {
   float *scale;   // [num_rows]
   int32_t *corr;  // [num_rows]
   int64_t ld;
+  bool amx;  // the tiles through cpu_q8amx.c
 } CpuQ8Ctx;
 
 static void cpu_q8_quantize_task(void *ctx, int64_t begin, int64_t end, int tid) {
@@ -164,17 +170,26 @@ static void cpu_q8_tiles_task(void *ctx, int64_t begin, int64_t end, int tid) {
   (void)tid;
   const CpuQ8Ctx *c = ctx;
   const CpuQ8Input in = {.q = c->q, .scale = c->scale, .corr = c->corr, .ld = c->ld};
-  cpu_q8_tiles(c->w, begin, end, &in, c->num_rows, c->y);
+  if (c->amx)
+    cpu_q8_amx_tiles(c->w, begin, end, &in, c->num_rows, c->y);
+  else
+    cpu_q8_tiles(c->w, begin, end, &in, c->num_rows, c->y);
 }
 
 void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
                    bool serial) {
   CHECK(w->format == WEIGHT_Q8);
   const int64_t ld = q8_groups(w->cols) * Q8_GROUP_COLS;
-  const size_t q_bytes = ((size_t)num_rows * (size_t)ld + 63) & ~(size_t)63;
+  // AMX where it has tiles' worth of input rows; the zero rows that pad them are never stored.
+  const bool amx =
+      cpu_state(be)->amx_int8 && w->cols % CPU_Q8_AMX_K == 0 && num_rows >= CPU_Q8_AMX_MIN_ROWS;
+  const int64_t padded_rows =
+      amx ? (num_rows + CPU_Q8_AMX_ROWS - 1) / CPU_Q8_AMX_ROWS * CPU_Q8_AMX_ROWS : num_rows;
+  const size_t q_bytes = ((size_t)padded_rows * (size_t)ld + 63) & ~(size_t)63;
   char *buf = cpu_scratch(be, CPU_SCRATCH_INPUT, q_bytes + (size_t)num_rows * 8);
-  CpuQ8Ctx c = {.w = w, .x = x, .num_rows = num_rows, .y = y, .ld = ld};
-  c.q = (int8_t *)buf;                       // [num_rows, ld]
+  CpuQ8Ctx c = {.w = w, .x = x, .num_rows = num_rows, .y = y, .ld = ld, .amx = amx};
+  memset(buf + (size_t)num_rows * (size_t)ld, 0, (size_t)(padded_rows - num_rows) * (size_t)ld);
+  c.q = (int8_t *)buf;                       // [padded_rows, ld]
   c.scale = (float *)(buf + q_bytes);        // [num_rows]
   c.corr = (int32_t *)(c.scale + num_rows);  // [num_rows]
   const int64_t num_tiles = q8_tiles(w->rows);
