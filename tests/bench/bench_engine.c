@@ -5,7 +5,7 @@
 // does), then GEN decode steps of B tokens each, every token sampled greedily on the host. Also
 // measures, in the same process, the matrix-product ceiling: the linear op at the unembedding's
 // shape in float32 (OpenBLAS sgemm) and in the dense format, and the dense format's kernel on a
-// weight slice that stays in cache. Prints "name value" lines; times forward calls and sampling
+// weight slice that stays in cache (for Q8 on AMX-INT8, also the VNNI kernel on that slice). Prints "name value" lines; times forward calls and sampling
 // only (never loading or setup) and checks nothing (tests/engine does).
 //
 //   bench_engine [--dense f32|bf16|q8] [--experts f32|bf16|mxfp4] [--batches 1,8,32,64]
@@ -317,6 +317,19 @@ static double bench_ceiling(Backend *be, const GptOssWeights *w, const BenchOpti
   printf("ceiling.sgemm_gflops %.2f\n", sgemm);
   printf("ceiling.%s_gflops %.2f\n", name, dense);
   printf("ceiling.%s_cached_gflops %.2f\n", name, cached);
+  // Q8's kernel, and where it is AMX-INT8 the VNNI kernel's in-cache rate beside it (the AMX
+  // ceiling and the AVX-512 one, measured in the same run).
+  if (o->dense == WEIGHT_Q8 && cpu_backend_uses_amx(be)) {
+    printf("ceiling.q8_kernel amx-int8\n");
+    setenv("GPTOSS_CPU_AMX", "0", 1);
+    Backend *vnni = cpu_backend_create(o->num_threads);
+    unsetenv("GPTOSS_CPU_AMX");
+    printf("ceiling.q8_vnni_cached_gflops %.2f\n",
+           linear_gflops(vnni, &slice, BENCH_CEILING_ROWS, 20));
+    vnni->destroy(vnni);
+  } else if (o->dense == WEIGHT_Q8) {
+    printf("ceiling.q8_kernel avx512-vnni (or portable)\n");
+  }
   double best = sgemm > dense ? sgemm : dense;
   best = best > cached ? best : cached;
   printf("ceiling.gflops %.2f\n", best);
