@@ -48,6 +48,10 @@ CPU_AMX_TARGET static void cpu_amx_configure(void) {
   memset(&cfg, 0, sizeof cfg);
   cfg.palette = 1;
   for (int t = 0; t < TILE_COUNT; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  // GCC's _tile_loadconfig tells the compiler it reads 8 bytes of cfg, so without this the
+  // stores to the rest may be dropped as dead (seen in another shape of this function: a
+  // configuration of zeros, and a fault at ldtilecfg).
+  __asm__ volatile("" : : "m"(cfg));
   _tile_loadconfig(&cfg);
 }
 
