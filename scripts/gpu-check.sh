@@ -202,9 +202,9 @@ serve_stop() {
   wait "$server_pid" 2>/dev/null
 }
 profile_top() {  # serve log -> its profile table's three largest shares, on one line
-  awk '/profile \(GPTOSS_CUDA_PROFILE=1\)/ { on = 1; next } on && /%$/ { sub(/^ +/, ""); print }' "$1" |
-    awk '{ print $NF, $0 }' | sort -rn | head -3 | awk '{ $1 = ""; sub(/^ /, ""); print }' |
-    sed 's/  */ /g' | paste -sd ';' -
+  awk '/profile \(GPTOSS_CUDA_PROFILE=1\)/ { on = 1; next }
+       on && /%$/ { $1 = $1; print $NF "\t" $0 }' "$1" |  # $1 = $1: single spaces
+    sort -rn | head -3 | cut -f2 | paste -sd ';' -
 }
 metric() {  # log, label -> value
   awk -v label="$2" 'index($0, label) == 1 { print $NF; exit }' "$1"

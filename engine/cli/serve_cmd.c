@@ -171,8 +171,8 @@ static void check_capabilities(ServeOptions *o) {
 // The defaults of what was not given: vLLM's for the CPU (2048 batched tokens, 128 sequences) and
 // for a GPU (8192, 1024; the sequences never above a given budget); the KV cache takes 0.2 of the
 // free memory on the CPU (the host's, shared with everything else) and 0.9 of the device's free
-// memory on CUDA, as vLLM's
-// --gpu-memory-utilization 0.9 (which counts the weights in; ours is what they left free).
+// memory on CUDA, as vLLM's --gpu-memory-utilization 0.9 (which counts the weights in; ours is
+// what they left free).
 static void serve_defaults(ServeOptions *o, DeviceKind device) {
   const bool gpu = device == DEVICE_CUDA;
   if (!o->max_num_batched_tokens) o->max_num_batched_tokens = gpu ? 8192 : 2048;

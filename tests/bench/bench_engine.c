@@ -5,8 +5,9 @@
 // does), then GEN decode steps of B tokens each, every token sampled greedily on the host. Also
 // measures, in the same process, the matrix-product ceiling: the linear op at the unembedding's
 // shape in float32 (OpenBLAS sgemm) and in the dense format, and the dense format's kernel on a
-// weight slice that stays in cache (for Q8 on AMX-INT8, also the VNNI kernel on that slice). Prints "name value" lines; times forward calls and sampling
-// only (never loading or setup) and checks nothing (tests/engine does).
+// weight slice that stays in cache (for Q8 on AMX-INT8, also the VNNI kernel on that slice).
+// Prints "name value" lines; times forward calls and sampling only (never loading or setup) and
+// checks nothing (tests/engine does).
 //
 //   bench_engine [--dense f32|bf16|q8] [--experts f32|bf16|mxfp4] [--batches 1,8,32,64]
 //                [--prompt 128] [--gen 64] [--chunk 2048] [--threads N] [--runs 1]
