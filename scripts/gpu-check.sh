@@ -19,11 +19,14 @@
 #                GPTOSS_HOST_SAMPLING=1 (every row on the host): the texts (none empty) must be
 #                the same
 #   5 kernels    bench_cuda_kernels: MoE and attention GB/s and TFLOP/s against
-#                the measured copy bandwidth and cuBLAS bf16 rate
+#                the measured copy bandwidth and cuBLAS bf16 rate; then, where the stage has a
+#                baseline (gpu-stage.sh's GPU_STAGE_BASELINE), its bench_cuda_kernels
+#                (kernels-baseline.log) and the two tables side by side (kernels-ab.txt)
 #   6 serve      `gptoss-engine serve openai/gpt-oss-20b --load-format dummy --device cuda` in
 #                each of GPU_CHECK_SERVE_MODES (sync: the defaults; async: --async-scheduling;
 #                host-sampling: GPTOSS_HOST_SAMPLING=1, for what device sampling saves;
-#                profile: GPTOSS_CUDA_PROFILE=1, the device time per op in serve-profile.log), each
+#                profile: GPTOSS_CUDA_PROFILE=1, the device time per op in serve-profile.log;
+#                baseline: the defaults with the staged baseline's engine), each
 #                measured by `gptoss-bench bench` on each of GPU_CHECK_WORKLOADS: random
 #                2000/100 (random) and datasets/sharegpt-synth.json (sharegpt), 200 prompts each
 # Stays within GPU_CHECK_BUDGET_S seconds (default 470; run.sh: 420): a step that would start
@@ -183,7 +186,7 @@ fi
 serve_start() {  # log, model, flags... -> sets url, server_pid
   url=
   # shellcheck disable=SC2086  # GPU_CHECK_SERVE_ARGS is a list of flags
-  "$engine" serve "$2" --device cuda --port 0 ${GPU_CHECK_SERVE_ARGS:-} "${@:3}" > "$1" 2>&1 &
+  "${serve_engine:-$engine}" serve "$2" --device cuda --port 0 ${GPU_CHECK_SERVE_ARGS:-} "${@:3}" > "$1" 2>&1 &
   server_pid=$!
   pids+=("$server_pid")
   local until=$(( $(date +%s) + $(left 200) ))
@@ -276,6 +279,22 @@ if wants kernels && may_start kernels 60 gpu; then
   else
     record kernels FAIL "see kernels.log: $(tail -n 1 "$out/kernels.log")"
   fi
+  if [ -x "$bin/baseline/bench_cuda_kernels" ] && may_start kernels-baseline 60 gpu; then
+    timeout "$(left 150)" "$bin/baseline/bench_cuda_kernels" 10 > "$out/kernels-baseline.log" 2>&1
+    rc=$?
+    if [ "$rc" -eq 0 ]; then
+      # Each figure ("cuda.<name> value") of both runs: name, baseline, this, this / baseline.
+      awk 'NR == FNR { if ($1 ~ /^cuda\./ && NF == 2) base[$1] = $2; next }
+           $1 ~ /^cuda\./ && NF == 2 && ($1 in base) {
+             printf "%-48s %12s %12s %8.3f\n", $1, base[$1], $2, base[$1] != 0 ? $2 / base[$1] : 0 }' \
+        "$out/kernels-baseline.log" "$out/kernels.log" > "$out/kernels-ab.txt"
+      record kernels-baseline PASS "side by side in kernels-ab.txt"
+    elif [ "$rc" -eq 124 ]; then
+      record kernels-baseline "partial (time)" "cut off (kernels-baseline.log)"
+    else
+      record kernels-baseline FAIL "rc $rc: $(tail -n 1 "$out/kernels-baseline.log")"
+    fi
+  fi
 fi
 
 # 6 serve -------------------------------------------------------------------------------------
@@ -290,9 +309,16 @@ for mode in $serve_modes; do
     async) flags=(--async-scheduling) ;;
     host-sampling) host_sampling=1 ;;
     profile) profile=1 ;;
-    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, host-sampling, profile)"; continue ;;
+    baseline) ;;
+    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, host-sampling, profile, baseline)"; continue ;;
   esac
+  if [ "$mode" = baseline ] && [ ! -x "$bin/baseline/gptoss-engine" ]; then
+    record "serve-$mode" FAIL "no baseline staged (gpu-stage.sh with GPU_STAGE_BASELINE=REV)"
+    continue
+  fi
   t0=$(date +%s)
+  serve_engine=$engine
+  [ "$mode" = baseline ] && serve_engine=$bin/baseline/gptoss-engine
   if GPTOSS_HOST_SAMPLING=$host_sampling GPTOSS_CUDA_PROFILE=$profile \
        serve_start "$out/serve-$mode.log" "$serve_model" --load-format dummy \
        --weight-format bf16 "${flags[@]}"; then

@@ -11,6 +11,9 @@
 #   DIR/tests/fixtures/gptoss-tiny, DIR/datasets/sharegpt-synth.json   what the steps read, and
 #   DIR/datasets/tokenizer (o200k_base.tiktoken, found next to bin/ as in the repo)
 #   DIR/gpu-check.sh (the steps), DIR/run.sh (the driver), DIR/STAGED (what was built, and how)
+#   DIR/bin/baseline (with GPU_STAGE_BASELINE=REV) gptoss-engine and bench_cuda_kernels built at
+#                  git revision REV, for a before/after of a kernel change in the same device call
+#                  (gpu-check.sh's kernels step and serve mode "baseline" run them)
 # Builds with CUDA=1 into BUILD_ROOT (default build/gpu-stage) when nvcc exists, else CUDA=0 into
 # build/gpu-stage-cpu with a note in DIR/STAGED (such a folder checks only the packaging, never
 # the GPU). Fails when DIR is over GPU_STAGE_MAX_MIB (60: the device carries at most 64 MiB with
@@ -19,7 +22,8 @@
 #   scripts/gpu-stage.sh DIR
 #   env: BUILD_ROOT (build/gpu-stage[-cpu]), CUDA (1 when nvcc exists), GPU_STAGE_MAX_MIB (60),
 #        GPU_STAGE_FROM=BUILD_DIR: build nothing, stage the binaries already in BUILD_DIR
-#        (the self-test tests/e2e/gpu_stage.sh uses it)
+#        (the self-test tests/e2e/gpu_stage.sh uses it), GPU_STAGE_BASELINE=REV (a git revision
+#        to build into DIR/bin/baseline, from a worktree under BUILD_ROOT-baseline)
 set -uo pipefail
 dir=${1:?usage: scripts/gpu-stage.sh DIR (then carry DIR to the GPU machine and run DIR/run.sh OUT)}
 cd "$(dirname "$0")/.." || exit 1
@@ -44,6 +48,23 @@ else
     die "make failed (CUDA=$cuda BUILD_ROOT=$root): see $root.make.log: $(grep -m1 -iE 'error|fatal' "$root.make.log")"
 fi
 
+# The baseline: the same binaries at another revision, built in a worktree of it.
+baseline_root=
+if [ -n "${GPU_STAGE_BASELINE:-}" ]; then
+  rev=$(git rev-parse --verify -q "$GPU_STAGE_BASELINE^{commit}") ||
+    die "GPU_STAGE_BASELINE=$GPU_STAGE_BASELINE is no commit of this repository"
+  src=${BUILD_ROOT:-build/gpu-stage}-baseline
+  if [ "$(git -C "$src" rev-parse HEAD 2>/dev/null)" != "$rev" ]; then
+    git worktree remove --force "$src" 2>/dev/null; rm -rf "$src"
+    git worktree add --detach "$src" "$rev" > /dev/null 2>&1 || die "git worktree add $src $rev failed"
+  fi
+  echo "gpu-stage: baseline $(git rev-parse --short "$rev"): make in $src"
+  make -C "$src" -j"$(nproc)" BUILD_ROOT=build/stage CUDA="${cuda:-1}" build/stage/bin/gptoss-engine \
+       build/stage/bench/bench_cuda_kernels > "$src.make.log" 2>&1 ||
+    die "the baseline's make failed: see $src.make.log"
+  baseline_root=$src/build/stage
+fi
+
 # Only a new, empty or earlier staged folder is replaced (never, say, the repo itself).
 if [ -e "$dir" ] && [ ! -f "$dir/STAGED" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
   die "$dir exists and is not a staged folder (no STAGED file): give a new or empty folder"
@@ -58,6 +79,13 @@ for b in bin/gptoss-engine bin/gptoss-bench tests/test_cuda_ops bench/bench_cuda
     note+="${note:+; }$root/$b not built: its step will fail"
   fi
 done
+if [ -n "$baseline_root" ]; then
+  mkdir -p "$dir/bin/baseline" || die "cannot create $dir/bin/baseline"
+  for b in bin/gptoss-engine bench/bench_cuda_kernels; do
+    cp "$baseline_root/$b" "$dir/bin/baseline/" && bins+=("$dir/bin/baseline/${b##*/}")
+  done
+  note+="${note:+; }baseline: bin/baseline built at $(git rev-parse --short "$GPU_STAGE_BASELINE")"
+fi
 # Debug info stays here: the device needs the code, not the DWARF (keeps DIR small).
 command -v strip >/dev/null && strip --strip-debug "${bins[@]}"
 
@@ -81,7 +109,7 @@ nlibs=$(find "$dir/lib" -type f | wc -l)
 cuda_linked=no
 ldd "$dir/bin/gptoss-engine" 2>/dev/null | grep -q libcudart && cuda_linked=yes
 {
-  echo "staged: $(date -u +%FT%TZ) from $(git rev-parse --short HEAD 2>/dev/null) ($(uname -m))"
+  echo "staged: $(date -u +%FT%TZ) from $(git describe --always --dirty 2>/dev/null) ($(uname -m))"
   echo "cuda backend: $cuda_linked"
   [ -n "$note" ] && echo "note: $note"
   echo "libraries: $(cd "$dir/lib" && echo *)"
@@ -119,7 +147,8 @@ export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 rm -rf "$out/logs"
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" > "$out/env.txt"
 cat "$here/STAGED" >> "$out/env.txt"
-for b in "$here"/bin/*; do
+for b in "$here"/bin/* "$here"/bin/baseline/*; do
+  [ -f "$b" ] || continue
   echo "== ldd ${b##*/}"; ldd "$b" 2>&1
 done >> "$out/env.txt"
 missing=$(grep 'not found' "$out/env.txt" | awk '{ print $1 }' | sort -u | tr '\n' ' ')

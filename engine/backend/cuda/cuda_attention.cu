@@ -2,19 +2,22 @@
 // gptoss-model.md section 2.1) for mixed prefill/decode batches, in float32. One thread block
 // per (tile of up to CUDA_ATTN_TILE_TOKENS tokens of one sequence, KV head, chunk of that KV
 // head's query heads): up to 32 query rows (token, head) share each chunk of 32 keys, which the
-// block reads once through the sequence's block table into shared memory. Each warp owns up to 8
-// rows with an online softmax whose running max starts at the row's sink; lane j scores key j
-// of the chunk, and each lane accumulates head_dim / 32 output dimensions. The sink's
-// exp(sink - max) joins the denominator at the end (a sink has no value). Reads the cache,
-// never writes it (kv_write comes first).
+// block copies (cp.async) through the sequence's block table into shared memory, ATT_STAGES - 1
+// chunks ahead of the one it scores. Warp w owns rows w, w + 4, ... (2 of them for a decode
+// tile of 8 heads, 8 for a full prefill tile: two instantiations, so a decode tile does no work
+// for rows it lacks) with an online softmax whose running max starts at the row's sink. Lane j
+// scores key j of the chunk (float4 reads of its key and of the rows' queries), and each lane
+// accumulates head_dim / 32 consecutive output dimensions. The sink's exp(sink - max) joins the
+// denominator at the end (a sink has no value). Reads the cache, never writes it (kv_write
+// comes first).
 #include <math.h>
 
+#include "backend/cuda/cuda_async.cuh"
 #include "backend/cuda/cuda_internal.cuh"
 
 #define ATT_THREADS 128
 #define ATT_WARPS (ATT_THREADS / 32)
 #define ATT_ROWS 32  // query rows per block
-#define ATT_ROWS_PER_WARP (ATT_ROWS / ATT_WARPS)
 #define ATT_KEYS 32  // keys per chunk: one per lane
 // Query heads per block: ATT_ROWS rows over the tile's tokens.
 #define ATT_HEADS_PER_BLOCK (ATT_ROWS / CUDA_ATTN_TILE_TOKENS)
@@ -33,6 +36,20 @@ struct CudaAttnParams {
   float scale;
 };
 
+// Chunks in shared memory at once, for lane dimensions DPL (the largest heads take two).
+template <int DPL>
+struct AttStages {
+  static constexpr int value = DPL >= 8 ? 2 : 3;
+};
+
+// Floats of shared memory a block takes: the query rows and the chunks' keys and values, each
+// row head_dim + 4 floats (keeps float4 alignment; lane j's float4 reads of key j fall in
+// distinct banks per quarter warp).
+template <int DPL>
+static size_t cuda_attention_smem_floats(int head_dim) {
+  return (size_t)(ATT_ROWS + AttStages<DPL>::value * 2 * ATT_KEYS) * (head_dim + 4);
+}
+
 static __device__ __forceinline__ float cuda_warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
@@ -43,21 +60,38 @@ static __device__ __forceinline__ float cuda_warp_sum(float v) {
   return v;
 }
 
-// NI: output dimensions per lane (head_dim <= 32 * NI).
-template <int NI>
-__global__ void __launch_bounds__(ATT_THREADS)
-    cuda_attention_kernel(const __grid_constant__ CudaAttnParams p) {
-  extern __shared__ float att_smem[];
-  __shared__ int64_t slot_s[ATT_KEYS];
-  const int hd = p.head_dim;
-  float *Qs = att_smem;                  // [ATT_ROWS, hd]
-  float *Ks = Qs + ATT_ROWS * hd;        // [ATT_KEYS, hd + 1] (odd stride: no bank conflicts)
-  float *Vs = Ks + ATT_KEYS * (hd + 1);  // [ATT_KEYS, hd]
+// The DPL floats at src (aligned to DPL floats; DPL is 1, 2, 4 or 8).
+template <int DPL>
+static __device__ __forceinline__ void cuda_load_dims(const float *src, float (&v)[DPL]) {
+  if constexpr (DPL == 1) {
+    v[0] = src[0];
+  } else if constexpr (DPL == 2) {
+    const float2 a = *(const float2 *)src;
+    v[0] = a.x, v[1] = a.y;
+  } else {
+#pragma unroll
+    for (int i = 0; i < DPL / 4; i++) {
+      const float4 a = ((const float4 *)src)[i];
+      v[4 * i] = a.x, v[4 * i + 1] = a.y, v[4 * i + 2] = a.z, v[4 * i + 3] = a.w;
+    }
+  }
+}
+
+// One tile's rows; RPW: rows per warp (nrows <= ATT_WARPS * RPW). DPL: output dimensions per
+// lane (head_dim <= 32 * DPL).
+template <int DPL, int RPW>
+static __device__ __forceinline__ void cuda_attention_tile(const CudaAttnParams &p, float *smem) {
+  constexpr int STAGES = AttStages<DPL>::value;
+  const int hd = p.head_dim, stride = hd + 4, q4 = hd / 4;
+  float *Qs = smem;  // [ATT_ROWS, stride]
+  float *chunks =
+      Qs + ATT_ROWS * stride;  // [STAGES] x {K [ATT_KEYS, stride], V [ATT_KEYS, stride]}
 
   const int4 tile = p.tiles[blockIdx.x];
   const int s = tile.x, t0 = tile.y, ntok = tile.z - tile.y;
-  const int chunks = (p.group + ATT_HEADS_PER_BLOCK - 1) / ATT_HEADS_PER_BLOCK;
-  const int kvh = blockIdx.y / chunks, h_begin = (blockIdx.y % chunks) * ATT_HEADS_PER_BLOCK;
+  const int head_chunks = (p.group + ATT_HEADS_PER_BLOCK - 1) / ATT_HEADS_PER_BLOCK;
+  const int kvh = blockIdx.y / head_chunks;
+  const int h_begin = (blockIdx.y % head_chunks) * ATT_HEADS_PER_BLOCK;
   const int gh = min(ATT_HEADS_PER_BLOCK, p.group - h_begin);  // query heads in this block
   const int nrows = ntok * gh;  // row r: token t0 + r / gh, head kvh * group + h_begin + r % gh
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -65,7 +99,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
   for (int idx = threadIdx.x; idx < nrows * hd; idx += ATT_THREADS) {
     const int r = idx / hd, d = idx % hd;
     const int t = t0 + r / gh, h = kvh * p.group + h_begin + r % gh;
-    Qs[idx] = p.q[(int64_t)t * p.q_stride + h * hd + d];
+    Qs[r * stride + d] = p.q[(int64_t)t * p.q_stride + h * hd + d];
   }
   // The keys any row of the tile sees: [kmin, kmax].
   int kmin = INT32_MAX, kmax = -1;
@@ -74,11 +108,32 @@ __global__ void __launch_bounds__(ATT_THREADS)
     kmin = min(kmin, p.window > 0 ? max(0, pos - p.window + 1) : 0);
     kmax = max(kmax, pos);
   }
+  const int num_chunks = kmax >= kmin ? (kmax - kmin) / ATT_KEYS + 1 : 0;
 
-  float m[ATT_ROWS_PER_WARP], l[ATT_ROWS_PER_WARP], acc[ATT_ROWS_PER_WARP][NI];
-  int lo[ATT_ROWS_PER_WARP], hi[ATT_ROWS_PER_WARP];
+  // Chunk c's keys and values into its stage, zeros past kmax; then closes the copy group (an
+  // empty one past the last chunk, so the waits below count the same).
+  const int32_t *blocks = p.block_tables + (int64_t)s * p.max_blocks;  // [max_blocks]
+  const int64_t head_off = (int64_t)kvh * hd;
+  auto fetch = [&](int c) {
+    if (c < num_chunks) {
+      float *Ks = chunks + (c % STAGES) * 2 * ATT_KEYS * stride, *Vs = Ks + ATT_KEYS * stride;
+      for (int idx = threadIdx.x; idx < ATT_KEYS * q4; idx += ATT_THREADS) {
+        const int jj = idx / q4, d = 4 * (idx % q4), j = kmin + c * ATT_KEYS + jj;
+        const bool valid = j <= kmax;
+        const int64_t slot =
+            valid ? (int64_t)blocks[j / p.block_size] * p.block_size + j % p.block_size : 0;
+        const int64_t at = slot * p.kv_dim + head_off + d;
+        cuda_copy16_async(Ks + jj * stride + d, p.k_cache + at, valid);
+        cuda_copy16_async(Vs + jj * stride + d, p.v_cache + at, valid);
+      }
+    }
+    cuda_copy_commit();
+  };
+
+  float m[RPW], l[RPW], acc[RPW][DPL];
+  int lo[RPW], hi[RPW];
 #pragma unroll
-  for (int i = 0; i < ATT_ROWS_PER_WARP; i++) {
+  for (int i = 0; i < RPW; i++) {
     const int r = warp + ATT_WARPS * i;
     m[i] = 0.0f, l[i] = 0.0f, lo[i] = 1, hi[i] = 0;
     if (r < nrows) {
@@ -88,41 +143,36 @@ __global__ void __launch_bounds__(ATT_THREADS)
       lo[i] = p.window > 0 ? max(0, hi[i] - p.window + 1) : 0;
     }
 #pragma unroll
-    for (int n = 0; n < NI; n++) acc[i][n] = 0.0f;
+    for (int n = 0; n < DPL; n++) acc[i][n] = 0.0f;
   }
 
-  const int32_t *blocks = p.block_tables + (int64_t)s * p.max_blocks;  // [max_blocks]
-  const int64_t head_off = (int64_t)kvh * hd;
-  for (int j0 = kmin; j0 <= kmax; j0 += ATT_KEYS) {
-    if (threadIdx.x < ATT_KEYS) {
-      const int j = j0 + threadIdx.x;
-      slot_s[threadIdx.x] =
-          j <= kmax ? (int64_t)blocks[j / p.block_size] * p.block_size + j % p.block_size : -1;
-    }
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < ATT_KEYS * hd; idx += ATT_THREADS) {
-      const int jj = idx / hd, d = idx % hd;
-      const int64_t slot = slot_s[jj];
-      const int64_t at = slot * p.kv_dim + head_off + d;
-      Ks[jj * (hd + 1) + d] = slot >= 0 ? p.k_cache[at] : 0.0f;
-      Vs[jj * hd + d] = slot >= 0 ? p.v_cache[at] : 0.0f;
-    }
-    __syncthreads();
+  for (int c = 0; c < STAGES - 1; c++) fetch(c);
+  for (int c = 0; c < num_chunks; c++) {
+    fetch(c + STAGES - 1);
+    cuda_copy_wait<STAGES - 1>();  // chunk c's copies (this thread's) have landed
+    __syncthreads();               // and everyone's, and the queries
+    const float *Ks = chunks + (c % STAGES) * 2 * ATT_KEYS * stride, *Vs = Ks + ATT_KEYS * stride;
 
-    // Lane j scores key j0 + j against each of the warp's rows.
-    float sc[ATT_ROWS_PER_WARP];
+    // Lane j scores key kmin + c * ATT_KEYS + j against each of the warp's rows.
+    float sc[RPW];
 #pragma unroll
-    for (int i = 0; i < ATT_ROWS_PER_WARP; i++) sc[i] = 0.0f;
-    const float *krow = Ks + lane * (hd + 1);
-    for (int d = 0; d < hd; d++) {
-      const float kd = krow[d];
+    for (int i = 0; i < RPW; i++) sc[i] = 0.0f;
+    const float *krow = Ks + lane * stride;
+#pragma unroll 4
+    for (int d = 0; d < hd; d += 4) {
+      const float4 k = *(const float4 *)(krow + d);
 #pragma unroll
-      for (int i = 0; i < ATT_ROWS_PER_WARP; i++)
-        if (warp + ATT_WARPS * i < nrows) sc[i] += Qs[(warp + ATT_WARPS * i) * hd + d] * kd;
+      for (int i = 0; i < RPW; i++) {
+        const float4 q = *(const float4 *)(Qs + (warp + ATT_WARPS * i) * stride + d);
+        sc[i] = fmaf(q.x, k.x, sc[i]);
+        sc[i] = fmaf(q.y, k.y, sc[i]);
+        sc[i] = fmaf(q.z, k.z, sc[i]);
+        sc[i] = fmaf(q.w, k.w, sc[i]);
+      }
     }
-    const int j = j0 + lane;
+    const int j = kmin + c * ATT_KEYS + lane;
 #pragma unroll
-    for (int i = 0; i < ATT_ROWS_PER_WARP; i++) {
+    for (int i = 0; i < RPW; i++) {
       if (warp + ATT_WARPS * i >= nrows) continue;  // the same for the whole warp
       const float x = j >= lo[i] && j <= hi[i] ? sc[i] * p.scale : -INFINITY;
       const float m_new = fmaxf(m[i], cuda_warp_max(x));
@@ -130,56 +180,67 @@ __global__ void __launch_bounds__(ATT_THREADS)
       const float pj = expf(x - m_new);
       l[i] = l[i] * correction + cuda_warp_sum(pj);
 #pragma unroll
-      for (int n = 0; n < NI; n++) acc[i][n] *= correction;
+      for (int n = 0; n < DPL; n++) acc[i][n] *= correction;
       m[i] = m_new;
       sc[i] = pj;
     }
     // acc += p_j v_j over the chunk's keys, p_j broadcast from lane j.
+    const bool has_dims = lane * DPL < hd;
+#pragma unroll 4
     for (int jj = 0; jj < ATT_KEYS; jj++) {
-      float vd[NI];
+      float v[DPL];
+      if (has_dims) {
+        cuda_load_dims<DPL>(Vs + jj * stride + lane * DPL, v);
+      } else {
 #pragma unroll
-      for (int n = 0; n < NI; n++) {
-        const int d = lane + 32 * n;
-        vd[n] = d < hd ? Vs[jj * hd + d] : 0.0f;
+        for (int n = 0; n < DPL; n++) v[n] = 0.0f;
       }
 #pragma unroll
-      for (int i = 0; i < ATT_ROWS_PER_WARP; i++) {
+      for (int i = 0; i < RPW; i++) {
         if (warp + ATT_WARPS * i >= nrows) continue;
         const float pj = __shfl_sync(0xffffffffu, sc[i], jj);
 #pragma unroll
-        for (int n = 0; n < NI; n++) acc[i][n] += pj * vd[n];
+        for (int n = 0; n < DPL; n++) acc[i][n] = fmaf(pj, v[n], acc[i][n]);
       }
     }
-    __syncthreads();
+    __syncthreads();  // before the next fetch overwrites this stage
   }
 
 #pragma unroll
-  for (int i = 0; i < ATT_ROWS_PER_WARP; i++) {
+  for (int i = 0; i < RPW; i++) {
     const int r = warp + ATT_WARPS * i;
-    if (r >= nrows) continue;
+    if (r >= nrows || lane * DPL >= hd) continue;
     const int t = t0 + r / gh, h = kvh * p.group + h_begin + r % gh;
     const float inv = 1.0f / (l[i] + expf(p.sinks[h] - m[i]));
-    float *o = p.out + (int64_t)t * p.num_heads * hd + (int64_t)h * hd;
+    float *o = p.out + (int64_t)t * p.num_heads * hd + (int64_t)h * hd + lane * DPL;
 #pragma unroll
-    for (int n = 0; n < NI; n++) {
-      const int d = lane + 32 * n;
-      if (d < hd) o[d] = acc[i][n] * inv;
-    }
+    for (int n = 0; n < DPL; n++) o[n] = acc[i][n] * inv;
   }
 }
 
-template <int NI>
-static void cuda_attention_launch(CudaState *st, const CudaAttnParams &p, dim3 grid) {
-  const size_t smem =
-      (size_t)(ATT_ROWS * p.head_dim + ATT_KEYS * (p.head_dim + 1) + ATT_KEYS * p.head_dim) *
-      sizeof(float);
-  if (smem > 48 * 1024)
-    CUDA_CHECK(cudaFuncSetAttribute(cuda_attention_kernel<NI>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  cuda_attention_kernel<NI><<<grid, ATT_THREADS, smem, st->stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+template <int DPL>
+__global__ void __launch_bounds__(ATT_THREADS)
+    cuda_attention_kernel(const __grid_constant__ CudaAttnParams p) {
+  extern __shared__ float4 att_smem[];
+  const int4 tile = p.tiles[blockIdx.x];
+  const int head_chunks = (p.group + ATT_HEADS_PER_BLOCK - 1) / ATT_HEADS_PER_BLOCK;
+  const int h_begin = (blockIdx.y % head_chunks) * ATT_HEADS_PER_BLOCK;
+  const int nrows = (tile.z - tile.y) * min(ATT_HEADS_PER_BLOCK, p.group - h_begin);
+  if (nrows <= 2 * ATT_WARPS)  // a decode tile of up to 8 heads
+    cuda_attention_tile<DPL, 2>(p, (float *)att_smem);
+  else
+    cuda_attention_tile<DPL, ATT_ROWS / ATT_WARPS>(p, (float *)att_smem);
 }
 
+template <int DPL>
+static void cuda_attention_launch(CudaState *st, const CudaAttnParams &p, dim3 grid) {
+  const size_t smem = cuda_attention_smem_floats<DPL>(p.head_dim) * sizeof(float);
+  if (smem > 48 * 1024)
+    CUDA_CHECK(cudaFuncSetAttribute(cuda_attention_kernel<DPL>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  cuda_attention_kernel<DPL><<<grid, ATT_THREADS, smem, st->stream>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
 void cuda_attention(Backend *be, const AttentionArgs *a) {
   CudaState *st = cuda_enter(be);
   CudaProfileScope profile(st, CUDA_PROF_ATTENTION);
@@ -189,7 +250,9 @@ void cuda_attention(Backend *be, const AttentionArgs *a) {
   CHECK(a->num_kv_heads > 0 && a->num_heads % a->num_kv_heads == 0);
   CHECK(a->kv->num_kv_heads == a->num_kv_heads && a->kv->head_dim == a->head_dim);
   CHECK(a->layer >= 0 && a->layer < a->kv->num_layers);
-  CHECK(a->head_dim > 0 && a->head_dim <= 256);
+  // float4 reads and 16-byte copies of key rows; each lane's dimensions in one vector
+  CHECK(a->head_dim > 0 && a->head_dim <= 256 && a->head_dim % 4 == 0);
+  CHECK(a->head_dim <= 128 || a->head_dim % 8 == 0);
   if (b->num_tokens == 0 || st->num_attn_tiles == 0) return;
   CudaAttnParams p;
   p.q = a->q;

@@ -16,6 +16,7 @@
 // nothing of routing.
 #include <mma.h>
 
+#include "backend/cuda/cuda_async.cuh"
 #include "backend/cuda/cuda_decode.cuh"
 #include "backend/cuda/cuda_moe.cuh"
 
@@ -89,8 +90,11 @@ struct CudaMoeA {
 };
 
 // Weight tile loaders: 32 columns (one MXFP4 block) of one weight row per thread (row tid / 2,
-// columns (tid % 2) * 32). valid: the row and columns exist (else zeros). lut: the MXFP4 table
-// (cuda_moe_lut_init), unused by the other formats.
+// columns (tid % 2) * 32). lut: the MXFP4 table (cuda_moe_lut_init), unused by the other formats.
+// The tensor cores' formats (MXFP4, BF16) copy their raw bytes asynchronously into a pipeline
+// Stage (fetch, STAGES of them in flight), each thread into slots of its own, which that same
+// thread reads back (read) and decodes into the bf16 tile (store_bf16); valid false (the row or
+// columns do not exist) copies zeros. F32 loads into registers (load) and stores transposed.
 template <int FMT>
 struct CudaMoeB;
 
@@ -101,15 +105,37 @@ static __device__ void cuda_moe_lut_init(uint32_t *lut) {
              (__float_as_uint(cuda_e2m1(i >> 4)) & 0xffff0000u);
 }
 
+// 4 bytes from src to dst (both 4-byte aligned), or zeros where not valid (src still mapped).
+static __device__ __forceinline__ void cuda_copy4_async(void *dst, const void *src, bool valid) {
+  const unsigned to = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(to), "l"(src),
+               "r"(valid ? 4 : 0));
+}
+
 template <>
 struct CudaMoeB<WEIGHT_MXFP4> {
+  static constexpr int STAGES = 5;
+  // Per half of the k tile: each thread's 16 code bytes, and the aligned word holding its scale.
+  struct Stage {
+    uint4 q[MOE_MMA_HALVES][MOE_THREADS];
+    uint32_t s[MOE_MMA_HALVES][MOE_THREADS];
+  };
   uint4 q;
   uint32_t scale;
-  __device__ void load(const void *w, const uint8_t *scales, int k, bool valid, int64_t row,
-                       int col) {
-    const int64_t block = row * (k / 32) + col / 32;
-    q = valid ? ((const uint4 *)w)[block] : make_uint4(0, 0, 0, 0);
-    scale = valid ? scales[block] : 0u;
+  static __device__ int64_t block_of(int k, int64_t row, int col) {
+    return row * (k / 32) + col / 32;
+  }
+  static __device__ void fetch(Stage &st, int h, const void *w, const uint8_t *scales, int k,
+                               bool valid, int64_t row, int col) {
+    const int64_t block = valid ? block_of(k, row, col) : 0;
+    cuda_copy16_async(&st.q[h][threadIdx.x], (const uint4 *)w + block, valid);
+    const uintptr_t at = (uintptr_t)(scales + block);
+    cuda_copy4_async(&st.s[h][threadIdx.x], (const void *)(at & ~(uintptr_t)3), valid);
+  }
+  __device__ void read(const Stage &st, int h, const uint8_t *scales, int k, int64_t row, int col) {
+    q = st.q[h][threadIdx.x];
+    const uintptr_t at = (uintptr_t)(scales + block_of(k, row, col));
+    scale = st.s[h][threadIdx.x] >> (8 * (at & 3)) & 0xffu;  // zero-filled words give 0
   }
   // dst: [32]; byte j: values 2j, 2j+1
   __device__ void store_bf16(__nv_bfloat16 *dst, const uint32_t *lut) const {
@@ -146,13 +172,22 @@ struct CudaMoeB<WEIGHT_MXFP4> {
 
 template <>
 struct CudaMoeB<WEIGHT_BF16> {
+  static constexpr int STAGES = 3;
+  struct Stage {
+    uint4 q[MOE_MMA_HALVES][4][MOE_THREADS];  // per half: each thread's 64 bytes
+  };
   uint4 q[4];
-  __device__ void load(const void *w, const uint8_t *scales, int k, bool valid, int64_t row,
-                       int col) {
+  static __device__ void fetch(Stage &st, int h, const void *w, const uint8_t *scales, int k,
+                               bool valid, int64_t row, int col) {
     (void)scales;
-    const uint4 *src = (const uint4 *)((const __nv_bfloat16 *)w + row * k + col);
+    const uint4 *src = (const uint4 *)((const __nv_bfloat16 *)w + (valid ? row * k + col : 0));
 #pragma unroll
-    for (int i = 0; i < 4; i++) q[i] = valid ? src[i] : make_uint4(0, 0, 0, 0);
+    for (int i = 0; i < 4; i++) cuda_copy16_async(&st.q[h][i][threadIdx.x], src + i, valid);
+  }
+  __device__ void read(const Stage &st, int h, const uint8_t *scales, int k, int64_t row, int col) {
+    (void)scales, (void)k, (void)row, (void)col;
+#pragma unroll
+    for (int i = 0; i < 4; i++) q[i] = st.q[h][i][threadIdx.x];
   }
   __device__ void store_bf16(__nv_bfloat16 *dst, const uint32_t *lut) const {
     (void)lut;
@@ -211,77 +246,103 @@ static __device__ void cuda_moe_epilogue(const CudaMoeGemm &g, const float (*c)[
   }
 }
 
-// MXFP4 or BF16 experts on bf16 tensor cores. Warp w computes output columns w * 16 .. + 16 of
-// the tile's rows 0 .. 15 and, when the tile has more, 16 .. 31.
+// The tensor-core kernel's shared memory: the bf16 tiles, then the pipeline stages of raw
+// weights, whose space holds the products once the last tile is multiplied.
+template <int FMT>
+struct CudaMoeMmaSmem {
+  __nv_bfloat16 As[MOE_BM][MOE_MMA_BK + MOE_PAD];
+  __nv_bfloat16 Bs[MOE_BN][MOE_MMA_BK + MOE_PAD];
+  union {
+    typename CudaMoeB<FMT>::Stage stages[CudaMoeB<FMT>::STAGES];
+    float Cs[MOE_BM][MOE_BN + 4];
+  };
+  int pairs[MOE_BM];
+  uint32_t lut[256];
+};
+
+// MXFP4 or BF16 experts on bf16 tensor cores. The weights' raw bytes run STAGES - 1 tiles ahead
+// (cp.async), the input rows one tile ahead (registers: they are few, and mostly in L2). Warp w
+// computes output columns w * 16 .. + 16 of the tile's rows 0 .. 15 and, when the tile has
+// more, 16 .. 31.
 template <int FMT>
 __global__ void __launch_bounds__(MOE_THREADS)
     cuda_moe_mma_kernel(const __grid_constant__ CudaMoeGemm g) {
   using namespace nvcuda;
+  using Loader = CudaMoeB<FMT>;
+  constexpr int STAGES = Loader::STAGES;
   CudaMoeTile t;
   if (!cuda_moe_tile(g, &t)) return;
-  __shared__ __align__(128) __nv_bfloat16 As[MOE_BM][MOE_MMA_BK + MOE_PAD];
-  __shared__ __align__(128) __nv_bfloat16 Bs[MOE_BN][MOE_MMA_BK + MOE_PAD];
-  __shared__ __align__(128) float Cs[MOE_BM][MOE_BN + 4];
-  __shared__ int pairs[MOE_BM];
-  __shared__ uint32_t lut[256];
+  extern __shared__ __align__(128) unsigned char moe_smem[];
+  CudaMoeMmaSmem<FMT> &sm = *(CudaMoeMmaSmem<FMT> *)moe_smem;
   const int tid = threadIdx.x, warp = tid / 32;
-  if (tid < MOE_BM) pairs[tid] = tid < t.rows ? g.sorted[t.pos0 + tid] : -1;
-  if (FMT == WEIGHT_MXFP4) cuda_moe_lut_init(lut);
+  if (tid < MOE_BM) sm.pairs[tid] = tid < t.rows ? g.sorted[t.pos0 + tid] : -1;
+  if (FMT == WEIGHT_MXFP4) cuda_moe_lut_init(sm.lut);
   __syncthreads();
 
   const int a_r = tid / 4, a_c = (tid % 4) * 16, b_r = tid / 2, b_c = (tid % 2) * 32;
   const __nv_bfloat16 *a_row =
-      cuda_moe_a_row(g.x_bf16, (const __nv_bfloat16 *)g.act_bf16, g, pairs, t, a_r);
+      cuda_moe_a_row(g.x_bf16, (const __nv_bfloat16 *)g.act_bf16, g, sm.pairs, t, a_r);
   const int64_t b_row = t.n0 + b_r;
   const void *w = g.w[t.e];
   const uint8_t *scales = g.scales[t.e];
-  CudaMoeABf16 a[MOE_MMA_HALVES];  // half h: columns h * MOE_BK .. + MOE_BK of the tile
-  CudaMoeB<FMT> b[MOE_MMA_HALVES];
+  const int num_k_tiles = (g.k + MOE_MMA_BK - 1) / MOE_MMA_BK;
+  // Tile kt's weights into its stage; one copy group per call, empty past the last tile, so
+  // that the waits below count the same in every iteration.
+  auto fetch = [&](int kt) {
+    if (kt < num_k_tiles) {
 #pragma unroll
-  for (int h = 0; h < MOE_MMA_HALVES; h++) {
-    const int c = h * MOE_BK;
-    a[h].load(a_row, c + a_c, g.k);
-    b[h].load(w, scales, g.k, b_row < g.n && c + b_c < g.k, b_row, c + b_c);
-  }
+      for (int h = 0; h < MOE_MMA_HALVES; h++) {
+        const int col = kt * MOE_MMA_BK + h * MOE_BK + b_c;
+        Loader::fetch(sm.stages[kt % STAGES], h, w, scales, g.k, b_row < g.n && col < g.k, b_row,
+                      col);
+      }
+    }
+    cuda_copy_commit();
+  };
+  for (int kt = 0; kt < STAGES - 1; kt++) fetch(kt);
+  CudaMoeABf16 a[MOE_MMA_HALVES];  // half h: columns h * MOE_BK .. + MOE_BK of the tile
+#pragma unroll
+  for (int h = 0; h < MOE_MMA_HALVES; h++) a[h].load(a_row, h * MOE_BK + a_c, g.k);
 
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
   wmma::fill_fragment(acc[0], 0.0f);
   wmma::fill_fragment(acc[1], 0.0f);
-  const int num_k_tiles = (g.k + MOE_MMA_BK - 1) / MOE_MMA_BK;
   for (int kt = 0; kt < num_k_tiles; kt++) {
+    cuda_copy_wait<STAGES - 2>();  // tile kt's copies (this thread's, all it reads) have landed
 #pragma unroll
     for (int h = 0; h < MOE_MMA_HALVES; h++) {
-      a[h].store_bf16(&As[a_r][h * MOE_BK + a_c]);
-      b[h].store_bf16(&Bs[b_r][h * MOE_BK + b_c], lut);
+      a[h].store_bf16(&sm.As[a_r][h * MOE_BK + a_c]);
+      Loader b;
+      b.read(sm.stages[kt % STAGES], h, scales, g.k, b_row, kt * MOE_MMA_BK + h * MOE_BK + b_c);
+      b.store_bf16(&sm.Bs[b_r][h * MOE_BK + b_c], sm.lut);
     }
     __syncthreads();
-    if (kt + 1 < num_k_tiles) {  // the next tile's loads fly while this one is multiplied
+    fetch(kt + STAGES - 1);  // into the stage this thread read back in the previous iteration
+    if (kt + 1 < num_k_tiles) {
 #pragma unroll
-      for (int h = 0; h < MOE_MMA_HALVES; h++) {
-        const int k0 = (kt + 1) * MOE_MMA_BK + h * MOE_BK;
-        a[h].load(a_row, k0 + a_c, g.k);
-        b[h].load(w, scales, g.k, b_row < g.n && k0 + b_c < g.k, b_row, k0 + b_c);
-      }
+      for (int h = 0; h < MOE_MMA_HALVES; h++)
+        a[h].load(a_row, (kt + 1) * MOE_MMA_BK + h * MOE_BK + a_c, g.k);
     }
 #pragma unroll
     for (int kk = 0; kk < MOE_MMA_BK; kk += 16) {
       wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> bf;
       wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> af;
-      wmma::load_matrix_sync(bf, &Bs[warp * 16][kk], MOE_MMA_BK + MOE_PAD);  // B(k,n) = W[n][k]
-      wmma::load_matrix_sync(af, &As[0][kk], MOE_MMA_BK + MOE_PAD);
+      wmma::load_matrix_sync(bf, &sm.Bs[warp * 16][kk], MOE_MMA_BK + MOE_PAD);  // B(k,n) = W[n][k]
+      wmma::load_matrix_sync(af, &sm.As[0][kk], MOE_MMA_BK + MOE_PAD);
       wmma::mma_sync(acc[0], af, bf, acc[0]);
       if (t.rows > 16) {
-        wmma::load_matrix_sync(af, &As[16][kk], MOE_MMA_BK + MOE_PAD);
+        wmma::load_matrix_sync(af, &sm.As[16][kk], MOE_MMA_BK + MOE_PAD);
         wmma::mma_sync(acc[1], af, bf, acc[1]);
       }
     }
     __syncthreads();
   }
-  wmma::store_matrix_sync(&Cs[0][warp * 16], acc[0], MOE_BN + 4, wmma::mem_row_major);
+  // Every real copy has landed (only empty groups may be open): the stages' space is free.
+  wmma::store_matrix_sync(&sm.Cs[0][warp * 16], acc[0], MOE_BN + 4, wmma::mem_row_major);
   if (t.rows > 16)
-    wmma::store_matrix_sync(&Cs[16][warp * 16], acc[1], MOE_BN + 4, wmma::mem_row_major);
+    wmma::store_matrix_sync(&sm.Cs[16][warp * 16], acc[1], MOE_BN + 4, wmma::mem_row_major);
   __syncthreads();
-  cuda_moe_epilogue(g, Cs, pairs, t, true);
+  cuda_moe_epilogue(g, sm.Cs, sm.pairs, t, true);
 }
 
 // F32 experts in float32: thread (ty, tx) = (tid / 16, tid % 16) computes rows ty * 4 .. + 4
@@ -338,6 +399,15 @@ __global__ void __launch_bounds__(MOE_THREADS)
   cuda_moe_epilogue(g, Cs, pairs, t, false);
 }
 
+template <int FMT>
+static void cuda_moe_mma_launch(CudaState *st, const CudaMoeGemm &g, dim3 grid) {
+  const size_t smem = sizeof(CudaMoeMmaSmem<FMT>);
+  if (smem > 48 * 1024)
+    CUDA_CHECK(cudaFuncSetAttribute(cuda_moe_mma_kernel<FMT>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  cuda_moe_mma_kernel<FMT><<<grid, MOE_THREADS, smem, st->stream>>>(g);
+}
+
 void cuda_moe_gemm(CudaState *st, const CudaMoeGemm &g, int max_items) {
   CHECK(g.k % 32 == 0 && g.n % 2 == 0 && g.count <= CUDA_MOE_MAX_LAUNCH_EXPERTS);
   CHECK(g.stage == 1 || g.stage == 2);
@@ -349,12 +419,8 @@ void cuda_moe_gemm(CudaState *st, const CudaMoeGemm &g, int max_items) {
   if (max_items <= 0) return;
   const dim3 grid((unsigned)max_items, (unsigned)((g.n + MOE_BN - 1) / MOE_BN));
   switch (g.format) {
-    case WEIGHT_MXFP4:
-      cuda_moe_mma_kernel<WEIGHT_MXFP4><<<grid, MOE_THREADS, 0, st->stream>>>(g);
-      break;
-    case WEIGHT_BF16:
-      cuda_moe_mma_kernel<WEIGHT_BF16><<<grid, MOE_THREADS, 0, st->stream>>>(g);
-      break;
+    case WEIGHT_MXFP4: cuda_moe_mma_launch<WEIGHT_MXFP4>(st, g, grid); break;
+    case WEIGHT_BF16: cuda_moe_mma_launch<WEIGHT_BF16>(st, g, grid); break;
     case WEIGHT_F32: cuda_moe_f32_kernel<<<grid, MOE_THREADS, 0, st->stream>>>(g); break;
     default: CHECK(!"cuda moe: expert weights must be MXFP4, BF16 or F32");
   }
