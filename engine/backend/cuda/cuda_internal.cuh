@@ -72,7 +72,10 @@ enum CudaProfileOp {
   CUDA_PROF_ROPE,
   CUDA_PROF_KV_WRITE,
   CUDA_PROF_ATTENTION,
-  CUDA_PROF_MOE,
+  CUDA_PROF_MOE_ROUTE,  // the MoE's phases: router product, top-k, grouping, bf16 rows
+  CUDA_PROF_MOE_MLP1,   // expert mlp1 and SwiGLU
+  CUDA_PROF_MOE_MLP2,   // expert mlp2
+  CUDA_PROF_MOE_SUM,    // the routing-weighted sum into the residual
   CUDA_PROF_GATHER,
   CUDA_PROF_ADD,
   CUDA_PROF_UPLOAD,
@@ -117,6 +120,11 @@ void cuda_profile_end(CudaState *st);
 struct CudaProfileScope {
   CudaState *st;
   CudaProfileScope(CudaState *s, CudaProfileOp op) : st(s) { cuda_profile_begin(st, op); }
+  // Ends this op's time and starts op's (an op counted in phases).
+  void next(CudaProfileOp op) {
+    cuda_profile_end(st);
+    cuda_profile_begin(st, op);
+  }
   ~CudaProfileScope() { cuda_profile_end(st); }
 };
 

@@ -1,14 +1,17 @@
 // cuda_moe.cu: the MoE op after its RMSNorm (spec gptoss-model.md sections 2.2, 2.3), routed on
 // the device: the router product (cuda_linear, with bias), top-k per token (one warp per token,
 // ties to the lower expert index) and the softmax over the k; then the (token, rank) pairs are
-// grouped by expert (one block: counts, offsets, CUDA_MOE_BM-row work items for the experts in
-// [expert_begin, expert_end), a scatter), the grouped expert kernel runs mlp1 + SwiGLU and mlp2
+// grouped by expert (one block: counts, prefix sums, CUDA_MOE_BM-row work items for the experts
+// in [expert_begin, expert_end), a scatter), the grouped expert kernel runs mlp1 + SwiGLU and mlp2
 // (cuda_moe_gemm.cu), and each token's weighted expert rows are summed in rank order into the
 // residual. The order of pairs within an expert does not change any row's result, so the op is
 // deterministic. Nothing leaves the device; no host synchronisation.
+#include <cub/block/block_scan.cuh>
+
 #include "backend/cuda/cuda_moe.cuh"
 
 #define MOE_ROUTE_WARPS 4
+#define MOE_GROUP_THREADS CUDA_MOE_MAX_EXPERTS  // the grouping kernel: a thread per expert
 
 // One warp per token: the k largest logits in descending order (ties: lower index), their
 // softmax, and each pick counted for its expert.
@@ -52,33 +55,28 @@ __global__ void cuda_moe_route_kernel(const float *logits, int num_tokens, int n
   }
 }
 
-// One block: pair offsets by expert, the work items of the experts in [begin, end) (tiles of
-// CUDA_MOE_BM positions), and every pair id scattered to its expert's run of `sorted`.
+// One block, a thread per expert: pair offsets by expert and the work items of the experts in
+// [begin, end) (tiles of CUDA_MOE_BM positions), both exclusive prefix sums (CUB's block scan),
+// then every pair id scattered to its expert's run of `sorted`.
 // experts: [num_pairs]; counts: [num_experts]; sorted: [num_pairs]; items: [bound]
-__global__ void cuda_moe_group_kernel(const int32_t *experts, const int *counts, int num_pairs,
-                                      int num_experts, int begin, int end, int32_t *sorted,
-                                      int4 *items, int *num_items) {
-  __shared__ int offset[CUDA_MOE_MAX_EXPERTS + 1];
-  __shared__ int item_offset[CUDA_MOE_MAX_EXPERTS + 1];
-  __shared__ int cursor[CUDA_MOE_MAX_EXPERTS];
-  if (threadIdx.x == 0) {
-    offset[0] = item_offset[0] = 0;
-    for (int e = 0; e < num_experts; e++) {
-      const int n = counts[e];
-      offset[e + 1] = offset[e] + n;
-      const int tiles = e >= begin && e < end ? (n + CUDA_MOE_BM - 1) / CUDA_MOE_BM : 0;
-      item_offset[e + 1] = item_offset[e] + tiles;
-    }
-    *num_items = item_offset[num_experts];
-  }
-  __syncthreads();
-  for (int e = threadIdx.x; e < num_experts; e += blockDim.x) {
-    cursor[e] = offset[e];
-    const int n = offset[e + 1] - offset[e];
-    for (int i = 0; i < item_offset[e + 1] - item_offset[e]; i++) {
-      const int rows = n - i * CUDA_MOE_BM < CUDA_MOE_BM ? n - i * CUDA_MOE_BM : CUDA_MOE_BM;
-      items[item_offset[e] + i] = make_int4(e - begin, offset[e] + i * CUDA_MOE_BM, rows, 0);
-    }
+__global__ void __launch_bounds__(MOE_GROUP_THREADS)
+    cuda_moe_group_kernel(const int32_t *experts, const int *counts, int num_pairs, int num_experts,
+                          int begin, int end, int32_t *sorted, int4 *items, int *num_items) {
+  using Scan = cub::BlockScan<int, MOE_GROUP_THREADS>;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ int cursor[MOE_GROUP_THREADS];
+  const int e = threadIdx.x;
+  const int n = e < num_experts ? counts[e] : 0;
+  const int tiles = e >= begin && e < end ? (n + CUDA_MOE_BM - 1) / CUDA_MOE_BM : 0;
+  int offset, item_offset, total_items;
+  Scan(scan).ExclusiveSum(n, offset);
+  __syncthreads();  // the scan's storage is used again
+  Scan(scan).ExclusiveSum(tiles, item_offset, total_items);
+  if (e == 0) *num_items = total_items;
+  cursor[e] = offset;
+  for (int i = 0; i < tiles; i++) {
+    const int rows = n - i * CUDA_MOE_BM < CUDA_MOE_BM ? n - i * CUDA_MOE_BM : CUDA_MOE_BM;
+    items[item_offset + i] = make_int4(e - begin, offset + i * CUDA_MOE_BM, rows, 0);
   }
   __syncthreads();
   for (int i = threadIdx.x; i < num_pairs; i += blockDim.x)
@@ -139,7 +137,6 @@ static void cuda_moe_stage(CudaState *st, CudaMoeGemm *g, const WeightMatrix *w,
 
 void cuda_moe(Backend *be, const MoeArgs *a) {
   CudaState *st = cuda_enter(be);
-  CudaProfileScope profile(st, CUDA_PROF_MOE);
   const GptOssConfig *c = a->config;
   const LayerWeights *L = a->layer;
   const int T = a->num_tokens, hidden = c->hidden_size, E = c->num_experts;
@@ -171,13 +168,14 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
   __nv_bfloat16 *x_bf16 =
       (__nv_bfloat16 *)cuda_take(&cursor, (size_t)T * hidden * sizeof(__nv_bfloat16));
 
+  CudaProfileScope phase(st, CUDA_PROF_MOE_ROUTE);
   cuda_linear(be, &L->gate, L->gate_bias, a->x, T, logits, false);
   CUDA_CHECK(cudaMemsetAsync(counts, 0, (size_t)E * sizeof(int), st->stream));
   cuda_moe_route_kernel<<<cuda_blocks(T, MOE_ROUTE_WARPS), 32 * MOE_ROUTE_WARPS, 0, st->stream>>>(
       logits, T, E, k, experts, weights, counts);
   CUDA_CHECK_LAUNCH();
-  cuda_moe_group_kernel<<<1, 1024, 0, st->stream>>>(experts, counts, (int)P, E, a->expert_begin,
-                                                    a->expert_end, sorted, items, num_items);
+  cuda_moe_group_kernel<<<1, MOE_GROUP_THREADS, 0, st->stream>>>(
+      experts, counts, (int)P, E, a->expert_begin, a->expert_end, sorted, items, num_items);
   CUDA_CHECK_LAUNCH();
 
   const int64_t total = (int64_t)T * hidden;
@@ -202,10 +200,13 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
   g.y = y;
   g.x_bf16 = x_bf16;
   g.act_bf16 = (__nv_bfloat16 *)act;  // act's buffer, in bf16 (half of it)
+  phase.next(CUDA_PROF_MOE_MLP1);
   g.stage = 1, g.n = 2 * inter, g.k = hidden, g.bias = L->mlp1_bias;
   cuda_moe_stage(st, &g, L->mlp1, num_local, max_items);
+  phase.next(CUDA_PROF_MOE_MLP2);
   g.stage = 2, g.n = hidden, g.k = inter, g.bias = L->mlp2_bias;
   cuda_moe_stage(st, &g, L->mlp2, num_local, max_items);
+  phase.next(CUDA_PROF_MOE_SUM);
 
   cuda_moe_combine_kernel<<<blocks, 256, 0, st->stream>>>(y, experts, k, hidden, a->expert_begin,
                                                           a->expert_end, total, a->residual);

@@ -1,6 +1,7 @@
 // cuda_profile.cu: where a CUDA rank's device time goes, op by op (GPTOSS_CUDA_PROFILE=1). Each
 // op, while profiling, records a pair of CUDA events on the backend's stream around its work
-// (an op called inside another, as the MoE's router product, counts as the outer op). The pairs
+// (an op called inside another, as the MoE's router product, counts as the outer op; the MoE
+// is counted in four phases). The pairs
 // are read back where the stream has just been synchronised (cuda_profile_collect after a copy
 // to the host; or, when the pairs run out, at the next op's start, which then waits for the
 // queued work: once per 4096 ops), so profiling adds two event records per op and little else.
@@ -24,7 +25,10 @@ static const char *const cuda_profile_names[CUDA_PROF_COUNT] = {
     "rope",
     "kv_write",
     "attention",
-    "moe (router, experts, sum)",
+    "moe: router, top-k, grouping",
+    "moe: experts mlp1 + SwiGLU",
+    "moe: experts mlp2",
+    "moe: weighted sum",
     "gather_rows",
     "add",
     "upload_batch",
