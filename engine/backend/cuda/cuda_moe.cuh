@@ -48,5 +48,8 @@ struct CudaMoeGemm {
 
 // Runs one launch with max_items blocks of items (a bound on *num_items) on the stream.
 void cuda_moe_gemm(CudaState *st, const CudaMoeGemm &g, int max_items);
+// The MXFP4 experts' kernel (cuda_moe_mxfp4.cu) on grid {max items, weight-row blocks}, for
+// cuda_moe_gemm.
+void cuda_moe_mxfp4_launch(CudaState *st, const CudaMoeGemm &g, dim3 grid);
 
 #endif

@@ -1,0 +1,194 @@
+// cuda_moe_mxfp4.cu: the grouped expert kernel for MXFP4 experts (cuda_moe_gemm.cu launches it
+// for that format). One thread block per work item (one expert, up to CUDA_MOE_BM of its token
+// rows) and CUDA_MOE_BN weight rows, 16 of them per warp. Nothing of the weights goes through
+// shared memory: each thread loads its 16-byte blocks of two weight rows straight into
+// registers, a chunk (MX_CHUNK columns) ahead of their use, and decodes them there: a code byte
+// becomes the bf16x2 of its two e2m1 values by byte permutes from two 8-entry tables (the
+// magnitudes' low and high bytes) with the sign bits moved into place, and one bf16x2 product
+// applies the block's scale (exact while the product is a normal bf16; other scales take the
+// float path). The products are mma.sync m16n8k16 (bf16 in, float32 accumulation) with the
+// weights as the 16-row A operand and up to four 8-token tiles as B, so a decode item of one or
+// two tokens computes 8 token rows, not 32.
+// Column order: thread q (lane % 4) of a quad owns block q of each 128-column group, and k-step
+// s of the group takes its columns 32q + 4s + 0..3 (bytes 2s and 2s + 1 of the block): a sum
+// over k is the same in any order, as long as the token rows (read from shared memory, where
+// they arrive in MX_CHUNK-column chunks by cp.async, two stages) are taken in that same order.
+#include "backend/cuda/cuda_async.cuh"
+#include "backend/cuda/cuda_decode.cuh"
+#include "backend/cuda/cuda_moe_tile.cuh"
+
+#define MX_WARP_ROWS 16                   // weight rows per warp (the mma's 16 rows)
+#define MX_GROUP 128                      // columns per group: one 32-column block per quad lane
+#define MX_CHUNK 256                      // columns of token rows per shared stage
+#define MX_GROUPS (MX_CHUNK / MX_GROUP)   // groups per chunk
+#define MX_ROW_BYTES (MX_CHUNK * 2 + 32)  // a token row's chunk in shared memory, padded
+#define MX_STAGES 2
+
+static_assert(MX_WARP_ROWS * (MOE_THREADS / 32) == MOE_BN, "the warps cover the block's rows");
+
+struct CudaMoeMxfp4Smem {
+  union {
+    unsigned char x[MX_STAGES][MOE_BM][MX_ROW_BYTES];  // token rows (bf16), a chunk per stage
+    float Cs[MOE_BM][MOE_BN + 4];                      // the products, after the last chunk
+  };
+  int pairs[MOE_BM];
+};
+
+// One group's weights of one thread: its 16-byte block of rows g and g + 8, and their scales.
+struct MxBlocks {
+  uint4 q[2];
+  uint32_t scale[2];
+};
+
+// Rows row0 and row0 + 8, block `block` (zeros and scale 1.0 where the row or block does not
+// exist). w: [n, k / 32] blocks of 16 bytes; scales: [n, k / 32].
+static __device__ __forceinline__ void mx_load(MxBlocks &m, const uint4 *w, const uint8_t *scales,
+                                               int n, int k, int64_t row0, int block) {
+  const int blocks_per_row = k / 32;
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const int64_t row = row0 + 8 * r;
+    const bool valid = row < n && block < blocks_per_row;
+    const int64_t at = row * blocks_per_row + block;
+    m.q[r] = valid ? __ldg(w + at) : make_uint4(0, 0, 0, 0);
+    m.scale[r] = valid ? __ldg(scales + at) : 127u;
+  }
+}
+
+// The 4 code bytes of v as bf16x2 (byte j: its low nibble's value in the low half, its high
+// nibble's in the high half), each e2m1 value times 2^(scale - 127), exactly.
+static __device__ __forceinline__ void mx_decode(uint32_t v, uint32_t scale, uint32_t out[4]) {
+  if (scale >= 2 && scale <= 252) {  // e2m1 (2^-1 .. 6) x 2^(scale - 127): a normal bf16
+    // bf16 of e2m1 magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6: low bytes and high bytes, 4 per word
+    const uint32_t lo_a = 0xC0800000u, lo_b = 0xC0804000u;
+    const uint32_t hi_a = 0x3F3F3F00u, hi_b = 0x40404040u;
+    const uint32_t mag = v & 0x77777777u;  // selector nibbles without the signs
+    const uint32_t lo03 = __byte_perm(lo_a, lo_b, mag), hi03 = __byte_perm(hi_a, hi_b, mag);
+    const uint32_t lo47 = __byte_perm(lo_a, lo_b, mag >> 16);
+    const uint32_t hi47 = __byte_perm(hi_a, hi_b, mag >> 16);
+    // Byte j of `up` has bit 7 = the sign of byte j's low nibble; byte j of v has its high
+    // nibble's: moved to bits 15 and 31 of out[j].
+    const uint32_t up = v << 4;
+    const uint32_t s = scale << 7 | scale << 23;  // bf16x2 of 2^(scale - 127), twice
+    const __nv_bfloat162 s2 = *(const __nv_bfloat162 *)&s;
+    const uint32_t mags[4] = {__byte_perm(lo03, hi03, 0x5140), __byte_perm(lo03, hi03, 0x7362),
+                              __byte_perm(lo47, hi47, 0x5140), __byte_perm(lo47, hi47, 0x7362)};
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const uint32_t signs = __byte_perm(up, v, (4 + j) << 12 | j << 4) & 0x80008000u;
+      const uint32_t bits = mags[j] | signs;
+      const __nv_bfloat162 scaled = __hmul2(*(const __nv_bfloat162 *)&bits, s2);
+      out[j] = *(const uint32_t *)&scaled;
+    }
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    const uint32_t byte = v >> (8 * j) & 0xffu;
+    const __nv_bfloat162 h = __floats2bfloat162_rn(cuda_mxfp4_value(byte & 15u, scale),
+                                                   cuda_mxfp4_value(byte >> 4, scale));
+    out[j] = *(const uint32_t *)&h;
+  }
+}
+
+// d += A (16 x 16, bf16, row-major fragments a0..a3) x B (16 x 8, bf16, b0 b1), in float32.
+static __device__ __forceinline__ void mx_mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                              uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// One group: acc[nt] += this warp's 16 rows x token tile nt's columns. x: the group's first
+// column in the stage's row 0.
+static __device__ __forceinline__ void mx_group(const MxBlocks &m, const unsigned char *x,
+                                                int n_tiles, int gq, int q, float (&acc)[4][4]) {
+  const uint32_t g_words[4] = {m.q[0].x, m.q[0].y, m.q[0].z, m.q[0].w};
+  const uint32_t h_words[4] = {m.q[1].x, m.q[1].y, m.q[1].z, m.q[1].w};
+#pragma unroll
+  for (int w = 0; w < 4; w++) {  // word w of the blocks: k-steps 2w and 2w + 1
+    uint32_t a_g[4], a_h[4];
+    mx_decode(g_words[w], m.scale[0], a_g);
+    mx_decode(h_words[w], m.scale[1], a_h);
+#pragma unroll
+    for (int nt = 0; nt < 4; nt++) {
+      if (nt >= n_tiles) break;
+      // Columns 32q + 8w .. + 8 of token row 8 nt + gq: k-step 2w takes the first four.
+      const uint4 xv = *(const uint4 *)(x + (8 * nt + gq) * MX_ROW_BYTES + 64 * q + 16 * w);
+      mx_mma(acc[nt], a_g[0], a_h[0], a_g[1], a_h[1], xv.x, xv.y);
+      mx_mma(acc[nt], a_g[2], a_h[2], a_g[3], a_h[3], xv.z, xv.w);
+    }
+  }
+}
+
+__global__ void __launch_bounds__(MOE_THREADS)
+    cuda_moe_mxfp4_kernel(const __grid_constant__ CudaMoeGemm g) {
+  CudaMoeTile t;
+  if (!cuda_moe_tile(g, &t)) return;
+  __shared__ __align__(128) CudaMoeMxfp4Smem sm;
+  const int tid = threadIdx.x, warp = tid / 32, gq = tid % 32 / 4, q = tid % 4;
+  if (tid < MOE_BM) sm.pairs[tid] = tid < t.rows ? g.sorted[t.pos0 + tid] : -1;
+  __syncthreads();
+
+  const int n_tiles = (t.rows + 7) / 8;
+  const int num_chunks = (g.k + MX_CHUNK - 1) / MX_CHUNK;
+  // The token rows' chunk c into its stage (rows past the tile's are left as they are: their
+  // products land in columns the epilogue skips); one copy group per call, empty past the last.
+  auto fetch = [&](int c) {
+    if (c < num_chunks) {
+      for (int idx = tid; idx < t.rows * (MX_CHUNK / 8); idx += MOE_THREADS) {
+        const int r = idx / (MX_CHUNK / 8), piece = idx % (MX_CHUNK / 8);
+        const int col = c * MX_CHUNK + 8 * piece;
+        const __nv_bfloat16 *row =
+            cuda_moe_a_row(g.x_bf16, (const __nv_bfloat16 *)g.act_bf16, g, sm.pairs, t, r);
+        cuda_copy16_async(&sm.x[c % MX_STAGES][r][16 * piece], col < g.k ? row + col : row,
+                          col < g.k);
+      }
+    }
+    cuda_copy_commit();
+  };
+
+  const uint4 *w = (const uint4 *)g.w[t.e];
+  const uint8_t *scales = g.scales[t.e];
+  const int64_t row0 = t.n0 + warp * MX_WARP_ROWS + gq;
+  MxBlocks cur[MX_GROUPS], next[MX_GROUPS];
+#pragma unroll
+  for (int j = 0; j < MX_GROUPS; j++) mx_load(next[j], w, scales, g.n, g.k, row0, 4 * j + q);
+  fetch(0);
+  float acc[4][4] = {};
+  for (int c = 0; c < num_chunks; c++) {
+#pragma unroll
+    for (int j = 0; j < MX_GROUPS; j++) cur[j] = next[j];
+    if (c + 1 < num_chunks) {  // the next chunk's weights fly while this one is multiplied
+#pragma unroll
+      for (int j = 0; j < MX_GROUPS; j++)
+        mx_load(next[j], w, scales, g.n, g.k, row0, 4 * ((c + 1) * MX_GROUPS + j) + q);
+    }
+    fetch(c + 1);
+    cuda_copy_wait<1>();  // chunk c's token rows (this thread's copies) have landed
+    __syncthreads();      // and everyone's
+#pragma unroll
+    for (int j = 0; j < MX_GROUPS; j++) {
+      if ((c * MX_GROUPS + j) * MX_GROUP >= g.k) break;
+      mx_group(cur[j], &sm.x[c % MX_STAGES][0][2 * MX_GROUP * j], n_tiles, gq, q, acc);
+    }
+    __syncthreads();  // before the next fetch overwrites the stage (or Cs reuses it)
+  }
+  // The accumulators: c0, c1 are weight row gq and tokens 2q, 2q + 1 of the tile; c2, c3 row
+  // gq + 8.
+  const int col = warp * MX_WARP_ROWS + gq;
+#pragma unroll
+  for (int nt = 0; nt < 4; nt++) {
+    if (nt >= n_tiles) break;
+    const int tok = 8 * nt + 2 * q;
+    sm.Cs[tok][col] = acc[nt][0], sm.Cs[tok + 1][col] = acc[nt][1];
+    sm.Cs[tok][col + 8] = acc[nt][2], sm.Cs[tok + 1][col + 8] = acc[nt][3];
+  }
+  __syncthreads();
+  cuda_moe_epilogue(g, sm.Cs, sm.pairs, t, true);
+}
+
+void cuda_moe_mxfp4_launch(CudaState *st, const CudaMoeGemm &g, dim3 grid) {
+  cuda_moe_mxfp4_kernel<<<grid, MOE_THREADS, 0, st->stream>>>(g);
+}
