@@ -37,7 +37,8 @@
 #   env: GPU_CHECK_BIN (set by run.sh), GPU_RUN_DEVICE (cuda; cpu), GPU_CHECK_BUDGET_S (470),
 #        GPU_CHECK_PROMPTS (200), GPU_CHECK_SERVE_ARGS (extra `serve` flags),
 #        GPU_CHECK_SERVE_MODES ("sync async host-sampling"), GPU_CHECK_SERVE_MODEL
-#        (openai/gpt-oss-20b), GPU_CHECK_WORKLOADS ("random sharegpt"), GPU_CHECK_STEPS ("device ops golden sampling kernels serve": run
+#        (openai/gpt-oss-20b), GPU_CHECK_WORKLOADS ("random sharegpt"), GPU_CHECK_BENCH_S (150:
+#        the most seconds one `gptoss-bench bench` run may take), GPU_CHECK_STEPS ("device ops golden sampling kernels serve": run
 #        only these), and gpu-stage.sh's BUILD_ROOT, CUDA
 set -uo pipefail
 out=${1:?usage: scripts/gpu-check.sh OUTDIR}
@@ -214,7 +215,7 @@ metric() {  # log, label -> value
 }
 bench_run() {  # name, bench flags... (a flag given again here overrides the default before it)
   local name=$1; shift
-  timeout "$(left 150)" "$bench" bench --base-url "$url" --endpoint-type openai-chat \
+  timeout "$(left "${GPU_CHECK_BENCH_S:-150}")" "$bench" bench --base-url "$url" --endpoint-type openai-chat \
        --endpoint /v1/chat/completions --num-prompts "$prompts" --seed 42 --ignore-eos \
        --save-result --result-dir "$out" --result-filename "$name.json" "$@" \
        > "$out/$name.log" 2>&1
