@@ -2,14 +2,14 @@
 // gptoss-model.md section 2.1) for mixed prefill/decode batches, in float32. One thread block
 // per (tile of up to CUDA_ATTN_TILE_TOKENS tokens of one sequence, KV head, chunk of that KV
 // head's query heads): up to 32 query rows (token, head) share each chunk of 32 keys, which the
-// block copies (cp.async) through the sequence's block table into shared memory, one or two
+// block copies (cp.async) through the sequence's block table into shared memory, ATT_STAGES - 1
 // chunks ahead of the one it scores. Warp w owns rows w, w + 4, ... (2 of them for a decode
 // tile of 8 heads, 8 for a full prefill tile: two instantiations, so a decode tile does no work
 // for rows it lacks) with an online softmax whose running max starts at the row's sink. Lane j
-// scores key j of the chunk (float4 reads of its key and of the rows' queries; a decode row in
-// four partial sums), and each lane accumulates head_dim / 32 consecutive output dimensions. The
-// sink's exp(sink - max) joins the denominator at the end (a sink has no value). Reads the cache,
-// never writes it (kv_write comes first).
+// scores key j of the chunk (float4 reads of its key and of the rows' queries), and each lane
+// accumulates head_dim / 32 consecutive output dimensions. The sink's exp(sink - max) joins the
+// denominator at the end (a sink has no value). Reads the cache, never writes it (kv_write
+// comes first).
 #include <math.h>
 
 #include "backend/cuda/cuda_async.cuh"
@@ -154,41 +154,20 @@ static __device__ __forceinline__ void cuda_attention_tile(const CudaAttnParams 
     const float *Ks = chunks + (c % STAGES) * 2 * ATT_KEYS * stride, *Vs = Ks + ATT_KEYS * stride;
 
     // Lane j scores key kmin + c * ATT_KEYS + j against each of the warp's rows.
-    // Decode tiles (2 rows a warp) keep four partial sums per row, one per float4 lane: eight
-    // independent FMA chains instead of two; prefill tiles have eight rows' chains already.
-    constexpr bool split = RPW <= 2;
     float sc[RPW];
+#pragma unroll
+    for (int i = 0; i < RPW; i++) sc[i] = 0.0f;
     const float *krow = Ks + lane * stride;
-    if constexpr (split) {
-      float4 part[RPW];
-#pragma unroll
-      for (int i = 0; i < RPW; i++) part[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll 4
-      for (int d = 0; d < hd; d += 4) {
-        const float4 k = *(const float4 *)(krow + d);
+    for (int d = 0; d < hd; d += 4) {
+      const float4 k = *(const float4 *)(krow + d);
 #pragma unroll
-        for (int i = 0; i < RPW; i++) {
-          const float4 q = *(const float4 *)(Qs + (warp + ATT_WARPS * i) * stride + d);
-          part[i].x = fmaf(q.x, k.x, part[i].x), part[i].y = fmaf(q.y, k.y, part[i].y);
-          part[i].z = fmaf(q.z, k.z, part[i].z), part[i].w = fmaf(q.w, k.w, part[i].w);
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < RPW; i++) sc[i] = (part[i].x + part[i].y) + (part[i].z + part[i].w);
-    } else {
-#pragma unroll
-      for (int i = 0; i < RPW; i++) sc[i] = 0.0f;
-#pragma unroll 4
-      for (int d = 0; d < hd; d += 4) {
-        const float4 k = *(const float4 *)(krow + d);
-#pragma unroll
-        for (int i = 0; i < RPW; i++) {
-          const float4 q = *(const float4 *)(Qs + (warp + ATT_WARPS * i) * stride + d);
-          sc[i] = fmaf(q.x, k.x, sc[i]);
-          sc[i] = fmaf(q.y, k.y, sc[i]);
-          sc[i] = fmaf(q.z, k.z, sc[i]);
-          sc[i] = fmaf(q.w, k.w, sc[i]);
-        }
+      for (int i = 0; i < RPW; i++) {
+        const float4 q = *(const float4 *)(Qs + (warp + ATT_WARPS * i) * stride + d);
+        sc[i] = fmaf(q.x, k.x, sc[i]);
+        sc[i] = fmaf(q.y, k.y, sc[i]);
+        sc[i] = fmaf(q.z, k.z, sc[i]);
+        sc[i] = fmaf(q.w, k.w, sc[i]);
       }
     }
     const int j = kmin + c * ATT_KEYS + lane;

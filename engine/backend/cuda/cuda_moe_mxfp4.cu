@@ -2,11 +2,11 @@
 // for that format). One thread block per work item (one expert, up to CUDA_MOE_BM of its token
 // rows) and CUDA_MOE_BN weight rows, 16 of them per warp. Nothing of the weights goes through
 // shared memory: each thread loads its 16-byte blocks of two weight rows straight into
-// registers, a chunk (MX_CHUNK columns) ahead of their use (and into L2 a chunk before that),
-// and decodes them there: a code byte becomes the bf16x2 of its two e2m1 values by byte
-// permutes from two 8-entry tables (the magnitudes' low and high bytes) with the sign bits moved
-// into place, and one bf16x2 product applies the block's scale (exact while the product is a
-// normal bf16; other scales take the float path). The products are mma.sync m16n8k16 (bf16 in, float32 accumulation) with the
+// registers, a chunk (MX_CHUNK columns) ahead of their use, and decodes them there: a code byte
+// becomes the bf16x2 of its two e2m1 values by byte permutes from two 8-entry tables (the
+// magnitudes' low and high bytes) with the sign bits moved into place, and one bf16x2 product
+// applies the block's scale (exact while the product is a normal bf16; other scales take the
+// float path). The products are mma.sync m16n8k16 (bf16 in, float32 accumulation) with the
 // weights as the 16-row A operand and up to four 8-token tiles as B, so a decode item of one or
 // two tokens computes 8 token rows, not 32.
 // Column order: thread q (lane % 4) of a quad owns block q of each 128-column group, and k-step
@@ -23,7 +23,6 @@
 #define MX_GROUPS (MX_CHUNK / MX_GROUP)   // groups per chunk
 #define MX_ROW_BYTES (MX_CHUNK * 2 + 32)  // a token row's chunk in shared memory, padded
 #define MX_STAGES 2
-#define MX_PREFETCH 2  // the weights of chunk c + MX_PREFETCH are asked of L2 during chunk c
 
 static_assert(MX_WARP_ROWS * (MOE_THREADS / 32) == MOE_BN, "the warps cover the block's rows");
 
@@ -53,19 +52,6 @@ static __device__ __forceinline__ void mx_load(MxBlocks &m, const uint4 *w, cons
     const int64_t at = row * blocks_per_row + block;
     m.q[r] = valid ? __ldg(w + at) : make_uint4(0, 0, 0, 0);
     m.scale[r] = valid ? __ldg(scales + at) : 127u;
-  }
-}
-
-// Asks L2 for the same 16-byte blocks mx_load would read (no registers, no wait): the loads of
-// that chunk, issued later, then find them there.
-static __device__ __forceinline__ void mx_prefetch(const uint4 *w, int n, int k, int64_t row0,
-                                                   int block) {
-  const int blocks_per_row = k / 32;
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const int64_t row = row0 + 8 * r;
-    if (row < n && block < blocks_per_row)
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(w + row * blocks_per_row + block));
   }
 }
 
@@ -179,9 +165,6 @@ __global__ void __launch_bounds__(MOE_THREADS)
       for (int j = 0; j < MX_GROUPS; j++)
         mx_load(next[j], w, scales, g.n, g.k, row0, 4 * ((c + 1) * MX_GROUPS + j) + q);
     }
-#pragma unroll
-    for (int j = 0; j < MX_GROUPS; j++)  // and the one after that into L2
-      mx_prefetch(w, g.n, g.k, row0, 4 * ((c + MX_PREFETCH) * MX_GROUPS + j) + q);
     fetch(c + 1);
     cuda_copy_wait<1>();  // chunk c's token rows (this thread's copies) have landed
     __syncthreads();      // and everyone's
