@@ -5,8 +5,8 @@
 # the staged lib/ (none missing, none taken from this machine's Debian packages), that the engine
 # and gptoss-bench run from there, that `run.sh OUT` with GPU_RUN_DEVICE=cpu passes the golden step
 # on the CPU (the CUDA-only steps "skipped: no GPU") and packs its logs into OUT/gpu-check.tar.gz,
-# that the folder stays under the carry limit, and the errors for a bad BUILD_DIR and an
-# over-size folder. Usage: gpu_stage.sh BUILD_DIR (TAP).
+# that the folder stays under the carry limit, and the errors for a bad BUILD_DIR, a bad
+# GPU_STAGE_BASELINE and an over-size folder. Usage: gpu_stage.sh BUILD_DIR (TAP).
 set -u
 build=${1:?usage: gpu_stage.sh BUILD_DIR}
 tmp=$(mktemp -d)
@@ -89,6 +89,9 @@ tap_ok "a GPU_STAGE_FROM without binaries fails, naming it" \
   fails_saying "nowhere has no bin/gptoss-engine" env GPU_STAGE_FROM="$tmp/nowhere" scripts/gpu-stage.sh "$tmp/bad"
 tap_ok "a folder over GPU_STAGE_MAX_MIB fails, naming the limit" \
   fails_saying "over 1 MiB" env GPU_STAGE_FROM="$build" GPU_STAGE_MAX_MIB=1 scripts/gpu-stage.sh "$tmp/big"
+tap_ok "a GPU_STAGE_BASELINE that is no commit fails, naming it" \
+  fails_saying "GPU_STAGE_BASELINE=no-such-rev is no commit" env GPU_STAGE_FROM="$build" \
+  GPU_STAGE_BASELINE=no-such-rev scripts/gpu-stage.sh "$tmp/nobase"
 mkdir -p "$tmp/precious" && touch "$tmp/precious/keep"
 tap_ok "a folder that is not a stage is never replaced" \
   fails_saying "is not a staged folder" env GPU_STAGE_FROM="$build" scripts/gpu-stage.sh "$tmp/precious"
