@@ -294,8 +294,10 @@ static void test_linear_q8_amx_matches_vnni(void **state) {
   if (!cpu_backend_uses_amx(amx)) {
     print_message("# skipped: no AMX (this CPU has no AMX-INT8, or Linux refused its tiles)\n");
   } else {
-    const int shapes[][3] = {{16, 16, 64},  {17, 33, 128},  {31, 16, 64},    {32, 32, 64},
-                             {33, 48, 192}, {47, 17, 2880}, {100, 70, 2880}, {300, 100, 512}};
+    // From 8 input rows (cpu_q8.c's CPU_Q8_AMX_MIN_ROWS: 8 .. 15 are padded to one tile).
+    const int shapes[][3] = {{8, 16, 64},     {11, 33, 512},  {16, 16, 64},  {17, 33, 128},
+                             {31, 16, 64},    {32, 32, 64},   {33, 48, 192}, {47, 17, 2880},
+                             {100, 70, 2880}, {300, 100, 512}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
       const int m = shapes[i][0];
       const int64_t rows = shapes[i][1], cols = shapes[i][2];

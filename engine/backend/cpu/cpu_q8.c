@@ -5,7 +5,7 @@
 // horizontal sums. The +128 offset is taken out per input row (128 * its sum of q) before the
 // int32 sums are scaled into float. Register blocks are up to 4 tiles of 16 weight rows by up to
 // 8 input rows; a tile's bytes are read from memory once per chunk of 256 input rows. Threads
-// take pieces of the tiles as they come free. With AMX-INT8 and at least 16 input rows the tiles
+// take pieces of the tiles as they come free. With AMX-INT8 and at least 8 input rows the tiles
 // go through cpu_q8amx.c instead (the same sums and epilogue). Compiled for AVX-512 with target
 // attributes: cpu_linear calls it only when the CPU has VNNI. Reads the weights, writes only y
 // and its scratch.
@@ -23,7 +23,7 @@
 #define CPU_Q8_CHUNK 256            // input rows per pass over a piece's weight tiles (L2-sized)
 #define CPU_Q8_PIECES_PER_THREAD 8  // pieces of the weight tiles handed out per thread
 #define CPU_Q8_GROUP_BYTES (Q8_TILE_ROWS * Q8_GROUP_COLS)
-#define CPU_Q8_AMX_MIN_ROWS 16  // fewer input rows stay on VNNI (AMX tiles would be mostly 0)
+#define CPU_Q8_AMX_MIN_ROWS 8  // fewer input rows stay on VNNI (memory-bound there: AMX gains nothing)
 
 // Quantizes one input row.  x: [cols], q: [ld]
 CPU_Q8_TARGET static void cpu_q8_quantize_row(const float *x, int64_t cols, int64_t ld, int8_t *q,
