@@ -6,7 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { MAX_CONNECTIONS = 100000 };
+enum {
+  MAX_CONNECTIONS = 100000,
+  // Pending connections the listening socket queues (the kernel caps it at net.core.somaxconn):
+  // a benchmark opens its 1,000+ streams at once, and a connect that overflows the queue waits
+  // for the client's SYN retransmit (1 s, then 3 s, ...), which lands in its TTFT.
+  LISTEN_BACKLOG = 4096,
+};
 
 struct MHD_Daemon *http_listen(const HttpListenOptions *o, uint16_t *bound_port, char *err,
                                size_t err_size) {
@@ -27,8 +33,8 @@ struct MHD_Daemon *http_listen(const HttpListenOptions *o, uint16_t *bound_port,
       flags, o->port, NULL, NULL, o->on_request, o->cls, MHD_OPTION_SOCK_ADDR, addr->ai_addr,
       MHD_OPTION_NOTIFY_COMPLETED, o->on_completed, o->cls, MHD_OPTION_THREAD_POOL_SIZE,
       o->num_threads > 1 ? o->num_threads : 0u, MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned)MAX_CONNECTIONS, MHD_OPTION_ARRAY,
-      o->extra_options ? o->extra_options : no_options, MHD_OPTION_END);
+      (unsigned)MAX_CONNECTIONS, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)LISTEN_BACKLOG,
+      MHD_OPTION_ARRAY, o->extra_options ? o->extra_options : no_options, MHD_OPTION_END);
   freeaddrinfo(addr);
   if (!d) {
     snprintf(err, err_size, "%s: cannot listen on %s:%u (port in use?)", o->who, o->host, o->port);

@@ -459,8 +459,8 @@ static void test_metrics(void **state) {
                     .num_preemptions = 4,
                     .num_steps = 10,
                     .step_time_sum_s = 0.125};
-  st.step_time_buckets[3] = 4;  // [400, 800) us
-  st.step_time_buckets[4] = 3;  // [800, 1600) us
+  st.step_time_buckets[3] = 4;   // [400, 800) us
+  st.step_time_buckets[4] = 3;   // [800, 1600) us
   st.step_time_buckets[15] = 3;  // 1.6384 s and longer
   pthread_mutex_lock(&c->fake.mu);
   c->fake.stats = st;
@@ -773,12 +773,13 @@ static void test_concurrent_streams(void **state) {
     int n = num_threads();
     if (n > max_threads) max_threads = n;
   }
-  size_t num_ok = 0;
+  size_t num_ok = 0, num_no_response = 0;
   for (size_t i = 0; i < NUM_CONCURRENT; i++) {
     long status = 0;
     curl_easy_getinfo(handles[i], CURLINFO_RESPONSE_CODE, &status);
     Stream s = parse_stream(&bodies[i]);
     num_ok += status == 200 && s.num_chunks == 40 && s.done_last;
+    num_no_response += status == 0;
     stream_free(&s);
     curl_multi_remove_handle(multi, handles[i]);
     curl_easy_cleanup(handles[i]);
@@ -787,6 +788,13 @@ static void test_concurrent_streams(void **state) {
   curl_multi_cleanup(multi);
   free(handles);
   free(bodies);
+  if (num_ok != NUM_CONCURRENT) {  // what a failure needs to be told apart: never connected, or cut
+    pthread_mutex_lock(&c->fake.mu);
+    print_message(
+        "# %zu of %d streams complete; %zu got no response; the engine saw %zu requests\n", num_ok,
+        NUM_CONCURRENT, num_no_response, c->fake.num_submitted);
+    pthread_mutex_unlock(&c->fake.mu);
+  }
   assert_int_equal(num_ok, NUM_CONCURRENT);
   assert_int_equal(c->fake.num_aborted, 0);
   if (max_threads > threads_before + 2)  // curl's resolver threads at most; no thread per stream
