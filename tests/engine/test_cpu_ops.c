@@ -751,6 +751,13 @@ static void test_attention_gqa(void **state) {
   attn_expect_ref(&a, which, start, end, 1, out);
   free(out);
   attn_free(&a);
+
+  attn_init(&a, 24, 2, 16, 0, lens, 1, 732);  // groups of 12: a block of 8 heads and one of 4
+  attn_cache_init(&a, 0);
+  out = attn_prefill(be, &a, which, 1);
+  attn_expect_ref(&a, which, start, end, 1, out);
+  free(out);
+  attn_free(&a);
 }
 
 // Shuffled, non-contiguous blocks give bit-identical results to blocks in order.
