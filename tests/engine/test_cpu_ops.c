@@ -245,8 +245,11 @@ static void test_linear_f32(void **state) {
 static void test_linear_bf16(void **state) {
   Backend *be = *state;
   // Up to 2 rows decode row by row; more go through decoded tiles (several at 4096 columns).
-  const int shapes[][3] = {{1, 1, 1}, {1, 7, 5},    {3, 17, 33},   {4, 9, 64},
-                           {5, 9, 7}, {37, 70, 96}, {6, 300, 4096}};
+  // From 16 input rows and columns a multiple of 32, AMX-BF16 where the CPU has it: one and two
+  // row blocks of 16, one and two groups of 16 weight rows, partial ones, several pieces.
+  const int shapes[][3] = {{1, 1, 1},     {1, 7, 5},      {3, 17, 33},    {4, 9, 64},
+                           {5, 9, 7},     {37, 70, 96},   {6, 300, 4096}, {16, 16, 32},
+                           {33, 47, 128}, {64, 100, 512}, {20, 300, 2880}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int v = 0; v < 4; v++)
       check_linear(be, WEIGHT_BF16, shapes[i][0], shapes[i][1], shapes[i][2], v & 1, v & 2,
@@ -319,6 +322,42 @@ static void test_linear_q8_amx_matches_vnni(void **state) {
   }
   amx->destroy(amx);
   vnni->destroy(vnni);
+}
+
+// BF16 products on AMX-BF16 tiles against the AVX-512 BF16 kernel (GPTOSS_CPU_AMX=0) on the same
+// rounded inputs: other summation orders, so within float32 rounding of the sums' magnitude.
+static void test_linear_bf16_amx_near_avx512(void **state) {
+  (void)state;
+  if (!g_fast) return;  // the portable group has neither
+  setenv("GPTOSS_CPU_AMX", "0", 1);
+  Backend *plain = cpu_backend_create(2);
+  unsetenv("GPTOSS_CPU_AMX");
+  Backend *amx = cpu_backend_create(2);
+  assert_false(cpu_backend_uses_amx_bf16(plain));
+  if (!cpu_backend_uses_amx_bf16(amx)) {
+    print_message("# skipped: no AMX-BF16 (this CPU has none, or Linux refused its tiles)\n");
+  } else {
+    const int shapes[][3] = {{16, 16, 32}, {31, 33, 64}, {64, 200, 2880}, {300, 48, 512}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+      const int m = shapes[i][0];
+      const int64_t rows = shapes[i][1], cols = shapes[i][2];
+      Rng r = {1400 + i};
+      TestWeight w = weight_make(WEIGHT_BF16, rows, cols, &r, 1.0f);
+      float *x = random_floats(&r, (size_t)(m * cols), 1.0f);
+      float *ya = xcalloc((size_t)(m * rows), sizeof(float));
+      float *yp = xcalloc((size_t)(m * rows), sizeof(float));
+      amx->linear(amx, &w.m, NULL, x, m, ya, false);
+      plain->linear(plain, &w.m, NULL, x, m, yp, false);
+      for (size_t j = 0; j < (size_t)(m * rows); j++)  // |terms| <= 1: sums of cols of them
+        assert_float_equal(ya[j], yp[j], 1e-5 * (double)cols);
+      weight_free(&w);
+      free(x), free(ya), free(yp);
+    }
+    print_message("# BF16 on AMX-BF16 = on AVX-512 BF16 within float32 rounding, at %zu shapes\n",
+                  sizeof shapes / sizeof shapes[0]);
+  }
+  amx->destroy(amx);
+  plain->destroy(plain);
 }
 
 // Hand-made MXFP4 bytes: low nibble = even element, scale bias 127, blocks along the columns.
@@ -1223,6 +1262,7 @@ int main(void) {
       cmocka_unit_test(test_linear_mxfp4_hand),
       cmocka_unit_test(test_linear_q8),
       cmocka_unit_test(test_linear_q8_amx_matches_vnni),
+      cmocka_unit_test(test_linear_bf16_amx_near_avx512),
       cmocka_unit_test(test_embed),
       cmocka_unit_test(test_rmsnorm),
       cmocka_unit_test(test_rope_hand),

@@ -80,6 +80,12 @@ static bool cpu_amx_int8_usable(void) {
   return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
 }
 
+// AMX-BF16 (CPUID leaf 7: EDX bit 22); its tile data is the permission cpu_amx_int8_usable got.
+static bool cpu_amx_bf16_present(void) {
+  unsigned eax, ebx, ecx, edx;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx >> 22 & 1);
+}
+
 static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
   if (num_threads <= 0) num_threads = cpu_cores_usable();
   CpuState *st = xcalloc(1, sizeof(*st));
@@ -89,6 +95,7 @@ static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
   st->avx512_vnni = st->avx512 && __builtin_cpu_supports("avx512vnni");
   st->avx512_bf16 = st->avx512 && __builtin_cpu_supports("avx512bf16");
   st->amx_int8 = st->avx512_vnni && cpu_amx_int8_usable();
+  st->amx_bf16 = st->amx_int8 && st->avx512_bf16 && cpu_amx_bf16_present();
   const char *mxfp4 = getenv("GPTOSS_CPU_MXFP4");
   if (mxfp4 && *mxfp4 && strcmp(mxfp4, "int8") != 0 && strcmp(mxfp4, "bf16") != 0)
     die("GPTOSS_CPU_MXFP4='%s': int8 (the default where the CPU has AVX512_VNNI) or bf16", mxfp4);
@@ -122,6 +129,8 @@ static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
 Backend *cpu_backend_create(int num_threads) { return cpu_backend_new(num_threads, true); }
 
 bool cpu_backend_uses_amx(Backend *be) { return cpu_state(be)->amx_int8; }
+
+bool cpu_backend_uses_amx_bf16(Backend *be) { return cpu_state(be)->amx_bf16; }
 
 bool cpu_backend_pin(Backend *be, const int *cpus) {
   return cpu_pool_pin_workers(cpu_state(be)->pool, cpus);

@@ -13,6 +13,8 @@ Backend *cpu_backend_create_portable(int num_threads);
 // Whether Q8 products of many rows run on AMX-INT8 tiles (the CPU has them, Linux permits them,
 // GPTOSS_CPU_AMX is not 0).
 bool cpu_backend_uses_amx(Backend *be);
+// True when its BF16 products of 16 input rows or more run on AMX-BF16 tiles (cpu_bf16amx.c).
+bool cpu_backend_uses_amx_bf16(Backend *be);
 // Pins the backend's worker thread t to cpus[t] (t >= 1; cpus: one CPU per thread, cpus[0] the
 // calling thread's). False when the system refuses.
 bool cpu_backend_pin(Backend *be, const int *cpus);

@@ -6,8 +6,9 @@
 // input rows, a tile of rows at a time into cache (decoded once for all the rows) for more.
 // The kernel keeps 16 accumulators (weight rows x input rows: 16x1, 8x2 or 4x4) over the
 // columns and sums each one's lanes with a shuffle tree at the end. Compiled for AVX-512 with
-// target attributes: cpu_linear calls it only when the CPU has AVX512_BF16. Reads the weights,
-// writes only y and its scratch.
+// target attributes: cpu_linear calls it only when the CPU has AVX512_BF16. With AMX-BF16 and at
+// least 16 input rows, BF16 weights go through cpu_bf16amx.c instead. Reads the weights, writes
+// only y and its scratch.
 #include <immintrin.h>
 #include <pthread.h>
 #include <string.h>
@@ -178,8 +179,10 @@ typedef struct {
   int num_rows;
   float *y;         // [num_rows, w->rows]
   uint16_t *xb;     // [num_rows, w->cols] x in bf16
-  uint16_t *tiles;  // [num_threads, piece, w->cols] decoded MXFP4 rows, or NULL (fused)
+  uint16_t *tiles;  // [num_threads, piece, w->cols] decoded MXFP4 rows (or transposed BF16
+                    // rows for AMX), or NULL
   int64_t piece;    // weight rows per piece
+  bool amx;         // BF16 rows through cpu_bf16amx.c
 } CpuBf16Ctx;
 
 static void cpu_bf16_round_task(void *ctx, int64_t begin, int64_t end, int tid) {
@@ -198,6 +201,11 @@ static void cpu_bf16_rows_task(void *ctx, int64_t begin, int64_t end, int tid) {
   const int64_t cols = w->cols;
   for (int64_t p = begin; p < end; p++) {
     const int64_t r0 = p * c->piece, nr = w->rows - r0 < c->piece ? w->rows - r0 : c->piece;
+    if (c->amx) {
+      uint16_t *bt = c->tiles + (size_t)tid * (size_t)(c->piece * cols);  // [piece, cols]
+      cpu_bf16_amx_rows(w, r0, nr, c->xb, c->num_rows, c->y, (uint32_t *)bt);
+      continue;
+    }
     CpuBf16Src src = {.bf16 = w->data, .ld = cols};
     int64_t row = r0;  // of src
     if (w->format == WEIGHT_MXFP4 && c->tiles) {
@@ -218,14 +226,22 @@ void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *x, int num
   const int64_t rows = w->rows, cols = w->cols;
   const int num_threads = cpu_state(be)->num_threads;
   CpuBf16Ctx c = {.w = w, .x = x, .num_rows = num_rows, .y = y};
-  c.xb = cpu_scratch(be, CPU_SCRATCH_INPUT, (size_t)num_rows * (size_t)cols * 2);
+  // AMX-BF16 where it has tiles' worth of input rows; the zero rows that pad them are never
+  // stored.
+  c.amx = cpu_state(be)->amx_bf16 && w->format == WEIGHT_BF16 && cols % CPU_BF16_AMX_K == 0 &&
+          num_rows >= CPU_BF16_AMX_ROWS;
+  const int64_t padded_rows =
+      c.amx ? (num_rows + CPU_BF16_AMX_ROWS - 1) / CPU_BF16_AMX_ROWS * CPU_BF16_AMX_ROWS : num_rows;
+  c.xb = cpu_scratch(be, CPU_SCRATCH_INPUT, (size_t)padded_rows * (size_t)cols * 2);
+  memset(c.xb + (size_t)num_rows * (size_t)cols, 0,
+         (size_t)(padded_rows - num_rows) * (size_t)cols * 2);
   // Pieces of rows go to whichever thread is free (a preempted thread holds up one piece, not
   // half the matrix); an MXFP4 piece, decoded, must fit the thread's tile.
   int64_t max_piece = (int64_t)(CPU_BF16_TILE_BYTES / ((size_t)cols * 2));
   max_piece = max_piece < 16 ? 16 : max_piece / 16 * 16;
   c.piece = rows / ((int64_t)num_threads * CPU_BF16_PIECES_PER_THREAD);
   c.piece = c.piece < 16 ? 16 : c.piece > max_piece ? max_piece : c.piece / 16 * 16;
-  if (w->format == WEIGHT_MXFP4 && num_rows > CPU_BF16_FUSED_MAX_ROWS)
+  if ((w->format == WEIGHT_MXFP4 && num_rows > CPU_BF16_FUSED_MAX_ROWS) || c.amx)
     c.tiles =
         cpu_scratch(be, CPU_SCRATCH_DECODE, (size_t)num_threads * (size_t)(c.piece * cols) * 2);
   const int64_t num_pieces = (rows + c.piece - 1) / c.piece;

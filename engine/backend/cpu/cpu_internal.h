@@ -39,6 +39,8 @@ typedef struct {
   // AMX-TILE + AMX-INT8, tile data permitted by the kernel, not turned off by GPTOSS_CPU_AMX=0:
   // cpu_q8amx.c for Q8 products of many input rows.
   bool amx_int8;
+  // amx_int8 + AMX-BF16 + avx512_bf16: cpu_bf16amx.c for BF16 products of many input rows.
+  bool amx_bf16;
   // MXFP4 weights through cpu_mx8.c (8-bit inputs): avx512_vnni unless GPTOSS_CPU_MXFP4=bf16
   // keeps them on cpu_bf16.c (bf16 inputs: slower, closer to float32).
   bool mxfp4_int8;
@@ -95,6 +97,19 @@ typedef struct {
 #define CPU_Q8_AMX_K 64     // columns (bytes) of a tile
 void cpu_q8_amx_tiles(const WeightMatrix *w, int64_t t0, int64_t t1, const CpuQ8Input *in,
                       int num_rows, float *y);
+// Loads the tile configuration of cpu_q8amx.c and cpu_bf16amx.c (8 tiles of 16 rows by 64 bytes)
+// on the calling thread; the caller releases the tiles (_tile_release) when done.
+void cpu_amx_configure(void);
+
+// cpu_bf16_linear's AMX-BF16 path (cpu_bf16amx.c): y[:, r0 .. r0 + nr) += xb (weight rows r0 ..
+// r0 + nr - 1 of w, WEIGHT_BF16)^T for input rows 0 .. num_rows - 1. Needs amx_bf16, w->cols a
+// multiple of CPU_BF16_AMX_K, xb padded with zero rows to a multiple of CPU_BF16_AMX_ROWS, and
+// bt: [nr rounded up to 16, w->cols] bf16 of scratch (the piece's weights, transposed).
+// xb: [num_rows, w->cols] bf16, y: [num_rows, w->rows]
+#define CPU_BF16_AMX_ROWS 16  // input rows of a tile
+#define CPU_BF16_AMX_K 32     // columns (bf16) of a tile
+void cpu_bf16_amx_rows(const WeightMatrix *w, int64_t r0, int64_t nr, const uint16_t *xb,
+                       int num_rows, float *y, uint32_t *bt);
 // The VNNI path's epilogue for one input row and one tile of 16 weight rows (num_valid of them):
 // y[m][row0 .. row0 + 16) += (dot - corr[m]) * (wscale[.] * scale[m]).
 void cpu_q8_store(const int32_t *dot, const float *wscale, const CpuQ8Input *in, int m, float *y,

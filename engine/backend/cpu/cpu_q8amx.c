@@ -7,34 +7,22 @@
 // by 32 weight rows) over the columns, then cpu_q8.c's epilogue takes out the +128 offset and
 // scales into float. Integer sums are exact, so the result is bit-identical to the VNNI path.
 // Needs the process's permission for tile data (cpu_backend.c asks Linux once) and configures
-// the tiles on the calling thread for each call, releasing them at the end.
+// the tiles on the calling thread for each call (cpu_amx_configure, shared with cpu_bf16amx.c),
+// releasing them at the end.
 #include <immintrin.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_amx.h"
 #include "backend/cpu/cpu_internal.h"
 #include "common/check.h"
 #include "model/q8.h"
 
 #define CPU_AMX_TARGET __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl")))
 
-// Tile registers: C00 C01 C10 C11 (int32 sums: input row block i, weight tile j), A0 A1, B0 B1.
-// GCC's tile intrinsics paste their tile argument into the instruction as written, so these are
-// literal numbers reached through one more macro level (the AMX_* wrappers expand them first).
-#define TILE_C00 0
-#define TILE_C01 1
-#define TILE_C10 2
-#define TILE_C11 3
-#define TILE_A0 4
-#define TILE_A1 5
-#define TILE_B0 6
-#define TILE_B1 7
-#define TILE_COUNT 8
-#define AMX_ZERO(t) _tile_zero(t)
-#define AMX_LOAD(t, ptr, stride) _tile_loadd(t, ptr, stride)
-#define AMX_STORE(t, ptr, stride) _tile_stored(t, ptr, stride)
-#define AMX_DPBSUD(c, a, b) _tile_dpbsud(c, a, b)
+#define AMX_DPBSUD(c, a, b) _tile_dpbsud(c, a, b)  // int32 sums of int8 x uint8
 
-// ldtilecfg's 64-byte operand (palette 1): every tile 16 rows of 64 bytes.
+// ldtilecfg's 64-byte operand (palette 1): every tile 16 rows of 64 bytes (cpu_bf16amx.c uses
+// the same configuration).
 typedef struct {
   uint8_t palette;
   uint8_t start_row;
@@ -43,7 +31,7 @@ typedef struct {
   uint8_t rows[16];
 } CpuAmxConfig;
 
-CPU_AMX_TARGET static void cpu_amx_configure(void) {
+CPU_AMX_TARGET void cpu_amx_configure(void) {
   CpuAmxConfig cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.palette = 1;
