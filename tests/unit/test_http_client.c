@@ -1,6 +1,6 @@
 // test_http_client.c: the client against the in-process mock server over real loopback HTTP:
-// TTFT and mean ITL match the configured timing within 1 ms, token counts are exact, chat's
-// role chunk and usage chunk move the clock as vLLM's client does, --max-concurrency is never
+// TTFT and ITL match the configured timing (medians, within 3 and 1 ms), token counts are
+// exact, chat's role chunk and usage chunk move the clock as vLLM's client does, --max-concurrency is never
 // exceeded (server-side maximum == cap) with the queueing excluded from latencies, sends follow
 // the intended schedule, more threads keep the cap, and failures are classified: HTTP status,
 // cut stream, an error event inside a 200 stream, refused connection, timeout. Also the ready
@@ -126,15 +126,15 @@ static double median_itl_ms(const RequestResult *res) {
 // a few hundred ms (seen: one request's mean ITL 22 ms for 10), which single samples or means
 // would turn into flaky failures. Lower bounds are exact: the server never sends early.
 
-// Four requests one after another (cap 1), so the last three reuse the kept-alive connection.
+// Eight requests one after another (cap 1), so the last seven reuse the kept-alive connection.
 static void test_completions_timing_and_tokens(void **state) {
   (void)state;
   Run r;
   MockOptions o = mock_timing(50, 10);
-  run_init(&r, &o, ENDPOINT_COMPLETIONS, 4, 20);
+  run_init(&r, &o, ENDPOINT_COMPLETIONS, 8, 20);
   r.client.max_concurrency = 1;
   ClientStats stats = run_client(&r);
-  int64_t warm_ttft_ns[3];
+  int64_t warm_ttft_ns[7];
   for (size_t i = 0; i < r.num_requests; i++) {
     const RequestResult *res = &r.results[i];
     assert_true(res->success);
@@ -152,9 +152,13 @@ static void test_completions_timing_and_tokens(void **state) {
     assert_true(strlen(res->generated_text) > 0);
     if (i > 0) warm_ttft_ns[i - 1] = res->ttft_ns;
   }
-  assert_near_ms(median_ms(warm_ttft_ns, 3), 50, 1, "median TTFT");
+  // Within 3 ms: a fresh-clone `make test` once saw two of three warm TTFTs 1.2 ms late on a
+  // busy 2-core VM (median 51.2 ms); a client that counted its own connect or write time would
+  // still be caught (a loopback connect alone is ~0.1 ms, but a mis-placed clock read is a whole
+  // tick of the mock's schedule).
+  assert_near_ms(median_ms(warm_ttft_ns, 7), 50, 3, "median TTFT");
   assert_int_equal(stats.peak_in_flight, 1);
-  assert_int_equal(stats.num_stamped_events, 4 * (20 + 2));  // tokens, usage, [DONE]
+  assert_int_equal(stats.num_stamped_events, 8 * (20 + 2));  // tokens, usage, [DONE]
   assert_true(stats.mean_stamp_lag_ns < 5 * MS);
   assert_true(stats.p50_stamp_lag_ns <= stats.p99_stamp_lag_ns);
   assert_true(stats.p99_stamp_lag_ns <= stats.max_stamp_lag_ns);
