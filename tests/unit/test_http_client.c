@@ -1,10 +1,10 @@
 // test_http_client.c: the client against the in-process mock server over real loopback HTTP:
 // TTFT and ITL match the configured timing (medians, within 3 and 1 ms), token counts are
-// exact, chat's role chunk and usage chunk move the clock as vLLM's client does, --max-concurrency is never
-// exceeded (server-side maximum == cap) with the queueing excluded from latencies, sends follow
-// the intended schedule, more threads keep the cap, and failures are classified: HTTP status,
-// cut stream, an error event inside a 200 stream, refused connection, timeout. Also the ready
-// check and /v1/models.
+// exact, chat's role chunk and usage chunk move the clock as vLLM's client does,
+// --max-concurrency is never exceeded (server-side maximum == cap) with the queueing excluded
+// from latencies, sends follow the intended schedule, more threads keep the cap, and failures
+// are classified: HTTP status, cut stream, an error event inside a 200 stream, refused
+// connection, timeout. Also the ready check and /v1/models.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
