@@ -265,37 +265,31 @@ print("count differs" if len(a) != len(b) else "%d empty" % empty if empty else
 fi
 
 # 5 kernels -----------------------------------------------------------------------------------
-if wants kernels && may_start kernels 60 gpu; then
-  timeout "$(left 150)" "$bin/bench_cuda_kernels" 10 > "$out/kernels.log" 2>&1
+kernels_run() {  # step name, bench_cuda_kernels binary -> $out/<name>.log; true when it passed
+  local name=$1 log=$out/$1.log rc
+  timeout "$(left 150)" "$2" 10 > "$log" 2>&1
   rc=$?
   if [ "$rc" -eq 124 ]; then
-    record kernels "partial (time)" "$(grep -c . "$out/kernels.log") lines before the time ran out (kernels.log)"
-  elif [ "$rc" -eq 0 ]; then
-    if grep -q 'skipped: no CUDA device' "$out/kernels.log"; then
-      record kernels FAIL "skipped: no CUDA device"
-    else
-      refs=$(grep -m1 '^references:' "$out/kernels.log" | sed 's/^references: //')
-      record kernels PASS "$refs (table in kernels.log)"
-    fi
+    record "$name" "partial (time)" "$(grep -c . "$log") lines before the time ran out ($name.log)"
+  elif [ "$rc" -ne 0 ]; then
+    record "$name" FAIL "see $name.log: $(tail -n 1 "$log")"
+  elif grep -q 'skipped: no CUDA device' "$log"; then
+    record "$name" FAIL "skipped: no CUDA device"
   else
-    record kernels FAIL "see kernels.log: $(tail -n 1 "$out/kernels.log")"
+    record "$name" PASS "$(grep -m1 '^references:' "$log" | sed 's/^references: //') (table in $name.log)"
+    return 0
   fi
-  if [ -x "$bin/baseline/bench_cuda_kernels" ] && may_start kernels-baseline 60 gpu; then
-    timeout "$(left 150)" "$bin/baseline/bench_cuda_kernels" 10 > "$out/kernels-baseline.log" 2>&1
-    rc=$?
-    if [ "$rc" -eq 0 ]; then
-      # Each figure ("cuda.<name> value") of both runs: name, baseline, this, this / baseline.
-      awk 'NR == FNR { if ($1 ~ /^cuda\./ && NF == 2) base[$1] = $2; next }
-           $1 ~ /^cuda\./ && NF == 2 && ($1 in base) {
-             printf "%-48s %12s %12s %8.3f\n", $1, base[$1], $2, base[$1] != 0 ? $2 / base[$1] : 0 }' \
-        "$out/kernels-baseline.log" "$out/kernels.log" > "$out/kernels-ab.txt"
-      record kernels-baseline PASS "side by side in kernels-ab.txt"
-    elif [ "$rc" -eq 124 ]; then
-      record kernels-baseline "partial (time)" "cut off (kernels-baseline.log)"
-    else
-      record kernels-baseline FAIL "rc $rc: $(tail -n 1 "$out/kernels-baseline.log")"
-    fi
-  fi
+  return 1
+}
+if wants kernels && may_start kernels 60 gpu && kernels_run kernels "$bin/bench_cuda_kernels" &&
+   [ -x "$bin/baseline/bench_cuda_kernels" ] && may_start kernels-baseline 60 gpu &&
+   kernels_run kernels-baseline "$bin/baseline/bench_cuda_kernels"; then
+  # Each figure ("cuda.<name> value") of both runs: name, baseline, this, this / baseline.
+  awk 'NR == FNR { if ($1 ~ /^cuda\./ && NF == 2) base[$1] = $2; next }
+       $1 ~ /^cuda\./ && NF == 2 && ($1 in base) {
+         printf "%-48s %12s %12s %8.3f\n", $1, base[$1], $2, base[$1] != 0 ? $2 / base[$1] : 0 }' \
+    "$out/kernels-baseline.log" "$out/kernels.log" > "$out/kernels-ab.txt"
+  echo "gpu-check: kernels-ab.txt: every figure of the baseline and this build, with the ratio"
 fi
 
 # 6 serve -------------------------------------------------------------------------------------

@@ -283,81 +283,68 @@ static void test_linear_q8(void **state) {
                    900 + i * 4 + v);
 }
 
-// The dispatcher: GPTOSS_CPU_AMX=0 keeps Q8 products on AVX-512 VNNI (as on a CPU without AMX);
-// where the CPU has AMX-INT8, its tiles give the VNNI path's results bit for bit (the same int32
-// sums, the same epilogue), input rows and weight rows at every kind of edge.
-static void test_linear_q8_amx_matches_vnni(void **state) {
-  (void)state;
-  if (!g_fast) return;  // the portable group has neither
-  setenv("GPTOSS_CPU_AMX", "0", 1);
-  Backend *vnni = cpu_backend_create(2);
-  unsetenv("GPTOSS_CPU_AMX");
-  Backend *amx = cpu_backend_create(2);
-  assert_false(cpu_backend_uses_amx(vnni));
-  if (!cpu_backend_uses_amx(amx)) {
-    print_message("# skipped: no AMX (this CPU has no AMX-INT8, or Linux refused its tiles)\n");
-  } else {
-    // From 8 input rows (cpu_q8.c's CPU_Q8_AMX_MIN_ROWS: 8 .. 15 are padded to one tile).
-    const int shapes[][3] = {{8, 16, 64},     {11, 33, 512},  {16, 16, 64},  {17, 33, 128},
-                             {31, 16, 64},    {32, 32, 64},   {33, 48, 192}, {47, 17, 2880},
-                             {100, 70, 2880}, {300, 100, 512}};
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-      const int m = shapes[i][0];
-      const int64_t rows = shapes[i][1], cols = shapes[i][2];
-      Rng r = {1300 + i};
-      TestWeight w = weight_make(WEIGHT_Q8, rows, cols, &r, 1.0f);
-      float *x = random_floats(&r, (size_t)(m * cols), 1.0f);
-      float *bias = random_floats(&r, (size_t)rows, 1.0f);
-      float *ya = random_floats(&r, (size_t)(m * rows), 1.0f);
-      float *yv = xmalloc((size_t)(m * rows) * sizeof(float));
-      memcpy(yv, ya, (size_t)(m * rows) * sizeof(float));
-      amx->linear(amx, &w.m, bias, x, m, ya, i % 2 == 1);
-      vnni->linear(vnni, &w.m, bias, x, m, yv, i % 2 == 1);
-      assert_memory_equal(ya, yv, (size_t)(m * rows) * sizeof(float));
-      weight_free(&w);
-      free(x), free(bias), free(ya), free(yv);
-    }
-    print_message("# Q8 on AMX-INT8 = on AVX-512 VNNI, bit for bit, at %zu shapes\n",
-                  sizeof shapes / sizeof shapes[0]);
-  }
-  amx->destroy(amx);
-  vnni->destroy(vnni);
-}
-
-// BF16 products on AMX-BF16 tiles against the AVX-512 BF16 kernel (GPTOSS_CPU_AMX=0) on the same
-// rounded inputs: other summation orders, so within float32 rounding of the sums' magnitude.
-static void test_linear_bf16_amx_near_avx512(void **state) {
-  (void)state;
+// Runs format f's products at each shape {input rows, weight rows, columns} on a backend with
+// AMX (the default) and one without (GPTOSS_CPU_AMX=0, as on a CPU without it), from the same
+// random bias and y (accumulate at every other shape). exact: bit for bit; else within float32
+// rounding of sums of |terms| <= 1 (1e-5 per column). Prints "skipped" where uses_amx says the
+// default backend has no AMX for f (this CPU has none, or Linux refused its tiles).
+static void check_amx_against_plain(WeightFormat f, bool (*uses_amx)(Backend *),
+                                    const int (*shapes)[3], size_t num_shapes, uint64_t seed,
+                                    bool exact, const char *what) {
   if (!g_fast) return;  // the portable group has neither
   setenv("GPTOSS_CPU_AMX", "0", 1);
   Backend *plain = cpu_backend_create(2);
   unsetenv("GPTOSS_CPU_AMX");
   Backend *amx = cpu_backend_create(2);
-  assert_false(cpu_backend_uses_amx_bf16(plain));
-  if (!cpu_backend_uses_amx_bf16(amx)) {
-    print_message("# skipped: no AMX-BF16 (this CPU has none, or Linux refused its tiles)\n");
+  assert_false(uses_amx(plain));
+  if (!uses_amx(amx)) {
+    print_message("# skipped: no %s (this CPU has none, or Linux refused its tiles)\n", what);
   } else {
-    const int shapes[][3] = {{16, 16, 32}, {31, 33, 64}, {64, 200, 2880}, {300, 48, 512}};
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    for (size_t i = 0; i < num_shapes; i++) {
       const int m = shapes[i][0];
       const int64_t rows = shapes[i][1], cols = shapes[i][2];
-      Rng r = {1400 + i};
-      TestWeight w = weight_make(WEIGHT_BF16, rows, cols, &r, 1.0f);
+      Rng r = {seed + i};
+      TestWeight w = weight_make(f, rows, cols, &r, 1.0f);
       float *x = random_floats(&r, (size_t)(m * cols), 1.0f);
-      float *ya = xcalloc((size_t)(m * rows), sizeof(float));
-      float *yp = xcalloc((size_t)(m * rows), sizeof(float));
-      amx->linear(amx, &w.m, NULL, x, m, ya, false);
-      plain->linear(plain, &w.m, NULL, x, m, yp, false);
-      for (size_t j = 0; j < (size_t)(m * rows); j++)  // |terms| <= 1: sums of cols of them
-        assert_float_equal(ya[j], yp[j], 1e-5 * (double)cols);
+      float *bias = random_floats(&r, (size_t)rows, 1.0f);
+      float *ya = random_floats(&r, (size_t)(m * rows), 1.0f);
+      float *yp = xmalloc((size_t)(m * rows) * sizeof(float));
+      memcpy(yp, ya, (size_t)(m * rows) * sizeof(float));
+      amx->linear(amx, &w.m, bias, x, m, ya, i % 2 == 1);
+      plain->linear(plain, &w.m, bias, x, m, yp, i % 2 == 1);
+      if (exact)
+        assert_memory_equal(ya, yp, (size_t)(m * rows) * sizeof(float));
+      else
+        for (size_t j = 0; j < (size_t)(m * rows); j++)
+          assert_float_equal(ya[j], yp[j], 1e-5 * (double)cols);
       weight_free(&w);
-      free(x), free(ya), free(yp);
+      free(x), free(bias), free(ya), free(yp);
     }
-    print_message("# BF16 on AMX-BF16 = on AVX-512 BF16 within float32 rounding, at %zu shapes\n",
-                  sizeof shapes / sizeof shapes[0]);
+    print_message("# %s against the AVX-512 kernel, %s, at %zu shapes\n", what,
+                  exact ? "bit for bit" : "within float32 rounding", num_shapes);
   }
   amx->destroy(amx);
   plain->destroy(plain);
+}
+
+// Q8 on AMX-INT8 gives the VNNI path's results bit for bit (the same int32 sums, the same
+// epilogue), input rows and weight rows at every kind of edge, from 8 input rows (cpu_q8.c's
+// CPU_Q8_AMX_MIN_ROWS: 8 .. 15 are padded to one tile).
+static void test_linear_q8_amx_matches_vnni(void **state) {
+  (void)state;
+  const int shapes[][3] = {{8, 16, 64},     {11, 33, 512},  {16, 16, 64},  {17, 33, 128},
+                           {31, 16, 64},    {32, 32, 64},   {33, 48, 192}, {47, 17, 2880},
+                           {100, 70, 2880}, {300, 100, 512}};
+  check_amx_against_plain(WEIGHT_Q8, cpu_backend_uses_amx, shapes, sizeof shapes / sizeof shapes[0],
+                          1300, true, "AMX-INT8");
+}
+
+// BF16 on AMX-BF16: other summation orders than vdpbf16ps on the same rounded inputs.
+static void test_linear_bf16_amx_near_avx512(void **state) {
+  (void)state;
+  const int shapes[][3] = {{16, 16, 32}, {31, 33, 64}, {64, 200, 2880}, {300, 48, 512}};
+  check_amx_against_plain(WEIGHT_BF16, cpu_backend_uses_amx_bf16, shapes,
+                          sizeof shapes / sizeof shapes[0], 1400, false, "AMX-BF16");
 }
 
 // Hand-made MXFP4 bytes: low nibble = even element, scale bias 127, blocks along the columns.
