@@ -844,6 +844,8 @@ static void test_moe_ties_and_gpt_oss_shape(void **state) {
   moe_init(t, &g, 2880, 2880, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1220);
   check_moe(t, &g, "gpt-oss widths 2880/2880, 8x top-4", 1, 1.0f, false, 0, 8, 1221);
   check_moe(t, &g, "gpt-oss widths 2880/2880, 8x top-4", 40, 1.0f, false, 0, 8, 1222);
+  // 40 rows an expert on average: most experts take two 32-row items at GPT-OSS's widths
+  check_moe(t, &g, "gpt-oss widths 2880/2880, 8x top-4", 80, 1.0f, false, 0, 8, 1223);
   moe_free(t, &g);
 }
 

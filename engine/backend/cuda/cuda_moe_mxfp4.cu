@@ -13,6 +13,12 @@
 // s of the group takes its columns 32q + 4s + 0..3 (bytes 2s and 2s + 1 of the block): a sum
 // over k is the same in any order, as long as the token rows (read from shared memory, where
 // they arrive in MX_CHUNK-column chunks by cp.async, two stages) are taken in that same order.
+// In shared memory a token row's 16-byte pieces are swizzled (mx_piece_offset) so that the
+// eight lanes of each phase of a 16-byte shared load hit eight different bank quads.
+// Per block, once: the input rows' addresses (no division per copy) and each thread's weight
+// row pointers (no 64-bit index arithmetic per load). The decode's rare float path is out of
+// line (mx_decode_float): with it inline at the 16 decode sites, or with the chunk loop unrolled
+// by two, the kernel ran slower on the H200 (likely more code than the instruction cache holds).
 #include "backend/cuda/cuda_async.cuh"
 #include "backend/cuda/cuda_decode.cuh"
 #include "backend/cuda/cuda_moe_tile.cuh"
@@ -21,10 +27,13 @@
 #define MX_GROUP 128                      // columns per group: one 32-column block per quad lane
 #define MX_CHUNK 256                      // columns of token rows per shared stage
 #define MX_GROUPS (MX_CHUNK / MX_GROUP)   // groups per chunk
-#define MX_ROW_BYTES (MX_CHUNK * 2 + 32)  // a token row's chunk in shared memory, padded
+#define MX_ROW_BYTES (MX_CHUNK * 2 + 16)  // a token row's chunk in shared memory: 16 (mod 128)
 #define MX_STAGES 2
+#define MX_PIECES (MX_CHUNK / 8)  // 16-byte pieces of a token row's chunk
 
 static_assert(MX_WARP_ROWS * (MOE_THREADS / 32) == MOE_BN, "the warps cover the block's rows");
+static_assert(MOE_THREADS % MX_PIECES == 0,
+              "a thread copies the same piece of every row it copies");
 
 struct CudaMoeMxfp4Smem {
   union {
@@ -32,6 +41,23 @@ struct CudaMoeMxfp4Smem {
     float Cs[MOE_BM][MOE_BN + 4];                      // the products, after the last chunk
   };
   int pairs[MOE_BM];
+  const __nv_bfloat16 *rows[MOE_BM];  // the tile rows' input rows (cuda_moe_a_row)
+};
+
+// Where piece (q, w) of a group (its columns 32q + 8w .. + 8) lies in the group's 256 bytes of a
+// row: line w / 2, bank quad (2q + w) mod 8. The lanes of a load phase read pieces (q = 0..3, w)
+// of two consecutive rows, MX_ROW_BYTES (one quad mod 128) apart: eight different quads.
+static __device__ __forceinline__ int mx_piece_offset(int q, int w) {
+  return 128 * (w >> 1) + 16 * ((2 * q + w) & 7);
+}
+
+// This thread's two weight rows (row0 and row0 + 8): their first blocks and scales, and whether
+// they exist. w: [n, k / 32] blocks of 16 bytes; scales: [n, k / 32].
+struct MxRows {
+  const uint4 *w[2];
+  const uint8_t *scale[2];
+  bool ok[2];
+  int blocks;  // per row
 };
 
 // One group's weights of one thread: its 16-byte block of rows g and g + 8, and their scales.
@@ -40,19 +66,43 @@ struct MxBlocks {
   uint32_t scale[2];
 };
 
-// Rows row0 and row0 + 8, block `block` (zeros and scale 1.0 where the row or block does not
-// exist). w: [n, k / 32] blocks of 16 bytes; scales: [n, k / 32].
-static __device__ __forceinline__ void mx_load(MxBlocks &m, const uint4 *w, const uint8_t *scales,
-                                               int n, int k, int64_t row0, int block) {
-  const int blocks_per_row = k / 32;
+// The rows from row0.
+static __device__ __forceinline__ MxRows mx_rows(const uint4 *w, const uint8_t *scales, int n,
+                                                 int k, int64_t row0) {
+  MxRows rows;
+  rows.blocks = k / 32;
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     const int64_t row = row0 + 8 * r;
-    const bool valid = row < n && block < blocks_per_row;
-    const int64_t at = row * blocks_per_row + block;
-    m.q[r] = valid ? __ldg(w + at) : make_uint4(0, 0, 0, 0);
-    m.scale[r] = valid ? __ldg(scales + at) : 127u;
+    rows.ok[r] = row < n;
+    rows.w[r] = w + (rows.ok[r] ? row : 0) * rows.blocks;
+    rows.scale[r] = scales + (rows.ok[r] ? row : 0) * rows.blocks;
   }
+  return rows;
+}
+
+// Block `block` of both rows (zeros and scale 1.0 where the row or block does not exist).
+static __device__ __forceinline__ void mx_load(MxBlocks &m, const MxRows &rows, int block) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const bool valid = rows.ok[r] && block < rows.blocks;
+    m.q[r] = valid ? __ldg(rows.w[r] + block) : make_uint4(0, 0, 0, 0);
+    m.scale[r] = valid ? __ldg(rows.scale[r] + block) : 127u;
+  }
+}
+
+// mx_decode's rare path (scales whose products leave the normal bf16 range), out of line so that
+// its code is not repeated at every decode site: the 4 words by float arithmetic.
+static __device__ __noinline__ uint4 mx_decode_float(uint32_t v, uint32_t scale) {
+  uint32_t out[4];
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    const uint32_t byte = v >> (8 * j) & 0xffu;
+    const __nv_bfloat162 h = __floats2bfloat162_rn(cuda_mxfp4_value(byte & 15u, scale),
+                                                   cuda_mxfp4_value(byte >> 4, scale));
+    out[j] = *(const uint32_t *)&h;
+  }
+  return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
 // The 4 code bytes of v as bf16x2 (byte j: its low nibble's value in the low half, its high
@@ -82,13 +132,8 @@ static __device__ __forceinline__ void mx_decode(uint32_t v, uint32_t scale, uin
     }
     return;
   }
-#pragma unroll
-  for (int j = 0; j < 4; j++) {
-    const uint32_t byte = v >> (8 * j) & 0xffu;
-    const __nv_bfloat162 h = __floats2bfloat162_rn(cuda_mxfp4_value(byte & 15u, scale),
-                                                   cuda_mxfp4_value(byte >> 4, scale));
-    out[j] = *(const uint32_t *)&h;
-  }
+  const uint4 f = mx_decode_float(v, scale);
+  out[0] = f.x, out[1] = f.y, out[2] = f.z, out[3] = f.w;
 }
 
 // d += A (16 x 16, bf16, row-major fragments a0..a3) x B (16 x 8, bf16, b0 b1), in float32.
@@ -101,7 +146,7 @@ static __device__ __forceinline__ void mx_mma(float (&d)[4], uint32_t a0, uint32
 }
 
 // One group: acc[nt] += this warp's 16 rows x token tile nt's columns. x: the group's first
-// column in the stage's row 0.
+// byte in the stage's row 0.
 static __device__ __forceinline__ void mx_group(const MxBlocks &m, const unsigned char *x,
                                                 int n_tiles, int gq, int q, float (&acc)[4][4]) {
   const uint32_t g_words[4] = {m.q[0].x, m.q[0].y, m.q[0].z, m.q[0].w};
@@ -115,7 +160,7 @@ static __device__ __forceinline__ void mx_group(const MxBlocks &m, const unsigne
     for (int nt = 0; nt < 4; nt++) {
       if (nt >= n_tiles) break;
       // Columns 32q + 8w .. + 8 of token row 8 nt + gq: k-step 2w takes the first four.
-      const uint4 xv = *(const uint4 *)(x + (8 * nt + gq) * MX_ROW_BYTES + 64 * q + 16 * w);
+      const uint4 xv = *(const uint4 *)(x + (8 * nt + gq) * MX_ROW_BYTES + mx_piece_offset(q, w));
       mx_mma(acc[nt], a_g[0], a_h[0], a_g[1], a_h[1], xv.x, xv.y);
       mx_mma(acc[nt], a_g[2], a_h[2], a_g[3], a_h[3], xv.z, xv.w);
     }
@@ -128,42 +173,38 @@ __global__ void __launch_bounds__(MOE_THREADS)
   if (!cuda_moe_tile(g, &t)) return;
   __shared__ __align__(128) CudaMoeMxfp4Smem sm;
   const int tid = threadIdx.x, warp = tid / 32, gq = tid % 32 / 4, q = tid % 4;
-  if (tid < MOE_BM) sm.pairs[tid] = tid < t.rows ? g.sorted[t.pos0 + tid] : -1;
+  if (tid < MOE_BM) {
+    sm.pairs[tid] = tid < t.rows ? g.sorted[t.pos0 + tid] : -1;
+    sm.rows[tid] = cuda_moe_a_row(g.x_bf16, (const __nv_bfloat16 *)g.act_bf16, g, sm.pairs, t, tid);
+  }
   __syncthreads();
 
   const int n_tiles = (t.rows + 7) / 8;
   const int num_chunks = (g.k + MX_CHUNK - 1) / MX_CHUNK;
-  // The token rows' chunk c into its stage (rows past the tile's are left as they are: their
-  // products land in columns the epilogue skips); one copy group per call, empty past the last.
+  // The token rows' chunk c into its stage: this thread copies piece tid % MX_PIECES of rows
+  // tid / MX_PIECES, + MOE_THREADS / MX_PIECES, ... (rows past the tile's are left as they are:
+  // their products land in columns the epilogue skips); one copy group per call, empty past the
+  // last.
+  const int piece = tid % MX_PIECES;
+  const int piece_at = 2 * MX_GROUP * (piece / 16) + mx_piece_offset(piece / 4 % 4, piece % 4);
   auto fetch = [&](int c) {
     if (c < num_chunks) {
-      for (int idx = tid; idx < t.rows * (MX_CHUNK / 8); idx += MOE_THREADS) {
-        const int r = idx / (MX_CHUNK / 8), piece = idx % (MX_CHUNK / 8);
-        const int col = c * MX_CHUNK + 8 * piece;
-        const __nv_bfloat16 *row =
-            cuda_moe_a_row(g.x_bf16, (const __nv_bfloat16 *)g.act_bf16, g, sm.pairs, t, r);
-        cuda_copy16_async(&sm.x[c % MX_STAGES][r][16 * piece], col < g.k ? row + col : row,
-                          col < g.k);
-      }
+      const int col = c * MX_CHUNK + 8 * piece;
+      for (int r = tid / MX_PIECES; r < t.rows; r += MOE_THREADS / MX_PIECES)
+        cuda_copy16_async(&sm.x[c % MX_STAGES][r][piece_at],
+                          col < g.k ? sm.rows[r] + col : sm.rows[r], col < g.k);
     }
     cuda_copy_commit();
   };
 
-  const uint4 *w = (const uint4 *)g.w[t.e];
-  const uint8_t *scales = g.scales[t.e];
-  const int64_t row0 = t.n0 + warp * MX_WARP_ROWS + gq;
-  MxBlocks cur[MX_GROUPS], next[MX_GROUPS];
-#pragma unroll
-  for (int j = 0; j < MX_GROUPS; j++) mx_load(next[j], w, scales, g.n, g.k, row0, 4 * j + q);
-  fetch(0);
+  const MxRows rows =
+      mx_rows((const uint4 *)g.w[t.e], g.scales[t.e], g.n, g.k, t.n0 + warp * MX_WARP_ROWS + gq);
   float acc[4][4] = {};
-  for (int c = 0; c < num_chunks; c++) {
+  // Chunk c: its weights are in `cur`; chunk c + 1's go into `next` while c is multiplied.
+  auto chunk = [&](int c, const MxBlocks(&cur)[MX_GROUPS], MxBlocks(&next)[MX_GROUPS]) {
+    if (c + 1 < num_chunks) {
 #pragma unroll
-    for (int j = 0; j < MX_GROUPS; j++) cur[j] = next[j];
-    if (c + 1 < num_chunks) {  // the next chunk's weights fly while this one is multiplied
-#pragma unroll
-      for (int j = 0; j < MX_GROUPS; j++)
-        mx_load(next[j], w, scales, g.n, g.k, row0, 4 * ((c + 1) * MX_GROUPS + j) + q);
+      for (int j = 0; j < MX_GROUPS; j++) mx_load(next[j], rows, 4 * ((c + 1) * MX_GROUPS + j) + q);
     }
     fetch(c + 1);
     cuda_copy_wait<1>();  // chunk c's token rows (this thread's copies) have landed
@@ -174,6 +215,15 @@ __global__ void __launch_bounds__(MOE_THREADS)
       mx_group(cur[j], &sm.x[c % MX_STAGES][0][2 * MX_GROUP * j], n_tiles, gq, q, acc);
     }
     __syncthreads();  // before the next fetch overwrites the stage (or Cs reuses it)
+  };
+  MxBlocks cur[MX_GROUPS], next[MX_GROUPS];
+#pragma unroll
+  for (int j = 0; j < MX_GROUPS; j++) mx_load(next[j], rows, 4 * j + q);
+  fetch(0);
+  for (int c = 0; c < num_chunks; c++) {
+#pragma unroll
+    for (int j = 0; j < MX_GROUPS; j++) cur[j] = next[j];
+    chunk(c, cur, next);
   }
   // The accumulators: c0, c1 are weight row gq and tokens 2q, 2q + 1 of the tile; c2, c3 row
   // gq + 8.

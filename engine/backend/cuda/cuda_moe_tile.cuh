@@ -29,7 +29,7 @@ static __device__ bool cuda_moe_tile(const CudaMoeGemm &g, CudaMoeTile *t) {
 }
 
 // The row input row r reads (stage 1: its token's x; stage 2: its act row), of x and act_in
-// (float) or x_bf16 and act_bf16; NULL past the tile's rows. pairs: [MOE_BM] the rows' pair ids.
+// (float) or x_bf16 and act_bf16; NULL past the tile's rows. pairs: [t.rows] the rows' pair ids.
 template <typename T>
 static __device__ const T *cuda_moe_a_row(const T *x, const T *act_in, const CudaMoeGemm &g,
                                           const int *pairs, const CudaMoeTile &t, int r) {
@@ -40,15 +40,15 @@ static __device__ const T *cuda_moe_a_row(const T *x, const T *act_in, const Cud
 
 // Stage 1's epilogue: bias, clamp (gate above only, linear both sides), SwiGLU into act (or,
 // with bf16_act, act_bf16). Stage 2's: y[pair] = routing weight * (row + bias).
-// c: [MOE_BM, MOE_BN + 4] the products
+// c: [t.rows or more, MOE_BN + 4] the products
 static __device__ void cuda_moe_epilogue(const CudaMoeGemm &g, const float (*c)[MOE_BN + 4],
                                          const int *pairs, const CudaMoeTile &t, bool bf16_act) {
   const float *bias = g.bias + (int64_t)(g.first + t.e) * g.n;  // [n] of this expert
   if (g.stage == 1) {
     const int half_n = g.n / 2;
-    for (int idx = threadIdx.x; idx < MOE_BM * (MOE_BN / 2); idx += MOE_THREADS) {
+    for (int idx = threadIdx.x; idx < t.rows * (MOE_BN / 2); idx += MOE_THREADS) {
       const int r = idx / (MOE_BN / 2), j = idx % (MOE_BN / 2), n = t.n0 + 2 * j;
-      if (r >= t.rows || n >= g.n) continue;
+      if (n >= g.n) continue;
       const float gate = fminf(c[r][2 * j] + bias[n], g.limit);
       const float lin = fminf(fmaxf(c[r][2 * j + 1] + bias[n + 1], -g.limit), g.limit);
       const float glu = gate / (1.0f + expf(-GPTOSS_SWIGLU_ALPHA * gate));
@@ -59,9 +59,9 @@ static __device__ void cuda_moe_epilogue(const CudaMoeGemm &g, const float (*c)[
         g.act[at] = glu * (lin + 1.0f);
     }
   } else {
-    for (int idx = threadIdx.x; idx < MOE_BM * MOE_BN; idx += MOE_THREADS) {
+    for (int idx = threadIdx.x; idx < t.rows * MOE_BN; idx += MOE_THREADS) {
       const int r = idx / MOE_BN, col = idx % MOE_BN, n = t.n0 + col;
-      if (r >= t.rows || n >= g.n) continue;
+      if (n >= g.n) continue;
       const int pair = pairs[r];
       g.y[(int64_t)pair * g.n + n] = g.pair_weights[pair] * (c[r][col] + bias[n]);
     }
