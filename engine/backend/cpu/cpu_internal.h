@@ -74,10 +74,12 @@ void *cpu_scratch(Backend *be, CpuScratchSlot slot, size_t bytes);
 void cpu_decode_rows(const WeightMatrix *w, int64_t row0, int64_t num_rows, float *out);
 
 // y += x W^T with the AVX-512 kernels (y already holds the bias or zeros), on the calling thread
-// alone when serial. cpu_q8_linear: WEIGHT_Q8 (needs avx512_vnni); cpu_bf16_linear: WEIGHT_BF16
-// and WEIGHT_MXFP4 (needs avx512_bf16).   x: [num_rows, w->cols], y: [num_rows, w->rows]
+// alone when serial. cpu_q8_linear: WEIGHT_Q8 (needs avx512_vnni), or y = x W^T with overwrite
+// (y's old contents are neither read nor needed: no zeroing pass, no read of y); cpu_bf16_linear:
+// WEIGHT_BF16 and WEIGHT_MXFP4 (needs avx512_bf16).   x: [num_rows, w->cols], y: [num_rows,
+// w->rows]
 void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
-                   bool serial);
+                   bool serial, bool overwrite);
 void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
                      bool serial);
 // The input rows of cpu_q8_linear quantized: x[m][c] ~= q[m][c] * scale[m].
@@ -86,6 +88,7 @@ typedef struct {
   const float *scale;   // [num_rows]
   const int32_t *corr;  // [num_rows] Q8_ZERO * sum of row m's q: what the weights' offset adds
   int64_t ld;           // bytes per row: q8_groups(cols) * 4
+  bool overwrite;       // the products are stored into y, not added to it
 } CpuQ8Input;
 
 // cpu_q8_linear's AMX-INT8 path (cpu_q8amx.c) for weight tiles t0 .. t1 - 1 (WEIGHT_Q8) times

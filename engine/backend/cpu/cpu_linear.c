@@ -1,10 +1,10 @@
 // cpu_linear.c: y = x W^T + b for every weight format. Q8, BF16 and MXFP4 weights go to the
-// AVX-512 kernels (cpu_q8.c, cpu_bf16.c, cpu_mx8.c) when the CPU has them. Otherwise, and for F32, the
-// output features are split across the backend's threads; each runs single-threaded OpenBLAS
-// on its slice: F32 weights directly, the others either decoded a tile of rows at a time (many
-// input rows) or one row at a time dotted with every input row (a few input rows, where reading
-// the weights is the whole cost). One function per path, chosen in cpu_linear, so a faster
-// kernel for one format or shape slots in beside them. Never writes the weights.
+// AVX-512 kernels (cpu_q8.c, cpu_bf16.c, cpu_mx8.c) when the CPU has them. Otherwise, and for F32,
+// the output features are split across the backend's threads; each runs single-threaded OpenBLAS on
+// its slice: F32 weights directly, the others either decoded a tile of rows at a time (many input
+// rows) or one row at a time dotted with every input row (a few input rows, where reading the
+// weights is the whole cost). One function per path, chosen in cpu_linear, so a faster kernel for
+// one format or shape slots in beside them. Never writes the weights.
 #include <cblas.h>
 #include <string.h>
 
@@ -101,14 +101,18 @@ void cpu_linear(Backend *be, const WeightMatrix *w, const float *bias, const flo
                 float *y, bool accumulate) {
   CHECK(num_rows >= 0 && w->rows > 0 && w->cols > 0);
   if (num_rows == 0) return;
-  cpu_linear_prepare(y, bias, num_rows, w->rows, accumulate);
   const int64_t rows = w->rows, cols = w->cols;
   const CpuState *st = cpu_state(be);
   const bool serial = rows * cols * num_rows < CPU_LINEAR_PARALLEL_MIN;
   if (w->format == WEIGHT_Q8 && st->avx512_vnni) {
-    cpu_q8_linear(be, w, x, num_rows, y, serial);
+    // y = x W^T is stored as computed: no zeroing pass over y first (the unembedding's logits
+    // are 804 KB a row).
+    const bool overwrite = !bias && !accumulate;
+    if (!overwrite) cpu_linear_prepare(y, bias, num_rows, w->rows, accumulate);
+    cpu_q8_linear(be, w, x, num_rows, y, serial, overwrite);
     return;
   }
+  cpu_linear_prepare(y, bias, num_rows, w->rows, accumulate);
   if (w->format == WEIGHT_MXFP4 && st->mxfp4_int8) {
     cpu_mx8_linear(be, w, x, num_rows, y, serial);
     return;
