@@ -206,7 +206,9 @@ bench_scheduler() {
 # batch 1, 8, 32, 64 (128 prompt tokens, 64 generated per sequence) with the CPU backend on every
 # CPU (not pinned: the engine uses them all), tests/bench/bench_engine.c, BENCH_ENGINE_RUNS
 # (default 3) runs per batch size, the fastest and the median; the achieved GFLOP/s against the
-# matrix-product ceiling measured in the same run. The comparison with llama.cpp is section peer.
+# matrix-product ceiling measured in the same run, and batch 1's decode against its memory
+# floor (engine.b1.decode_of_bandwidth_floor: the bytes a token reads over the read bandwidth
+# measured in the same run). The comparison with llama.cpp is section peer.
 
 bench_engine() {
   local out

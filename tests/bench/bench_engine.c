@@ -5,15 +5,21 @@
 // does), then GEN decode steps of B tokens each, every token sampled greedily on the host. Also
 // measures, in the same process, the matrix-product ceiling: the linear op at the unembedding's
 // shape in float32 (OpenBLAS sgemm) and in the dense format, and the dense format's kernel on a
-// weight slice that stays in cache (for Q8 on AMX-INT8, also the VNNI kernel on that slice).
-// Prints "name value" lines; times forward calls and sampling only (never loading or setup) and
-// checks nothing (tests/engine does).
+// weight slice that stays in cache (for Q8 on AMX-INT8, also the VNNI kernel on that slice), and
+// the memory-bandwidth floor of decode at batch 1: the bytes one decode token must read (the
+// weights it uses: attention, router, its experts_per_token experts, the unembedding, an
+// embedding row; the keys and values it attends to, at the decode's mean context) over the
+// streaming read bandwidth of the threads in use (BENCH_STREAMS streams each): a parallel read of
+// a buffer of that many bytes, read again and again as decode reads its working set (on a CPU
+// with a large L3 cache part of it stays there, for decode as for this read); the same of
+// BENCH_STREAM_BYTES (past any cache) is printed beside it. Each the best of BENCH_STREAM_REPS.
+// Prints "name value" lines; times forward calls and sampling only
+// (never loading or setup) and checks nothing (tests/engine does).
 //
 //   bench_engine [--dense f32|bf16|q8] [--experts f32|bf16|mxfp4] [--batches 1,8,32,64]
 //                [--prompt 128] [--gen 64] [--chunk 2048] [--threads N] [--runs 1]
 //                [--model gpt-oss-tiny]
 #include <getopt.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +27,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "common/check.h"
 #include "common/clock.h"
+#include "common/cpu_cores.h"
 #include "core/sampler.h"
 #include "model/forward.h"
 
@@ -29,6 +36,10 @@
 #define BENCH_MAX_RUNS 32
 #define BENCH_CEILING_ROWS 64                 // input rows of the ceiling's matrix products
 #define BENCH_CACHED_BYTES ((size_t)1 << 20)  // weight bytes of the in-cache ceiling slice
+#define BENCH_STREAM_BYTES ((size_t)1 << 29)  // the memory probe's buffer (512 MiB)
+#define BENCH_STREAM_REPS 5
+#define BENCH_STREAMS 8         // streams a thread reads side by side
+#define BENCH_PIECE_WORDS 8192  // 64-byte words per piece (512 KiB) of a thread's share
 
 typedef struct {
   const char *model;
@@ -192,6 +203,61 @@ static void sample_rows(const float *logits, int num_seqs, int vocab, uint32_t *
 
 static double gflops(double macs, double secs) { return 2.0 * macs / secs / 1e9; }
 
+// Sum of the piece's words, read as BENCH_STREAMS side-by-side streams (several streams a thread,
+// as the matrix kernels read weight rows, keep more of the memory's prefetching busy than one):
+// 64-byte vectors, so that the AVX-512 clone reads whole lines per load.
+typedef uint64_t BenchWords __attribute__((vector_size(64)));
+__attribute__((target_clones("avx512f", "default"))) static uint64_t read_piece(
+    const BenchWords *piece) {
+  const size_t len = BENCH_PIECE_WORDS / BENCH_STREAMS;
+  BenchWords sum[BENCH_STREAMS] = {{0}};
+  for (size_t j = 0; j < len; j++)
+    for (int k = 0; k < BENCH_STREAMS; k++) sum[k] += piece[k * len + j];
+  BenchWords all = sum[0];
+  for (int k = 1; k < BENCH_STREAMS; k++) all += sum[k];
+  return all[0];
+}
+
+// GB/s of reading `bytes` (rounded down to whole pieces) with num_threads OpenMP threads, the
+// best of BENCH_STREAM_REPS reads after one that faults the pages in.
+static double stream_read_gbs(size_t bytes, int num_threads) {
+  const size_t n = bytes / sizeof(BenchWords) / BENCH_PIECE_WORDS * BENCH_PIECE_WORDS;
+  CHECK(n > 0);
+  BenchWords *buf = aligned_alloc(sizeof(BenchWords), n * sizeof *buf);
+  CHECK(buf != NULL);
+  memset(buf, 1, n * sizeof *buf);
+  double best = 0;
+  uint64_t total = 0;
+  for (int rep = 0; rep <= BENCH_STREAM_REPS; rep++) {
+    const int64_t t0 = clock_now_ns();
+#pragma omp parallel for num_threads(num_threads) schedule(static) reduction(+ : total)
+    for (size_t i = 0; i < n; i += BENCH_PIECE_WORDS) total += read_piece(buf + i);
+    const double gbs = (double)(n * sizeof *buf) / (double)(clock_now_ns() - t0);
+    if (rep > 0 && gbs > best) best = gbs;
+  }
+  free(buf);
+  CHECK(total != 0);  // keeps the reads
+  return best;
+}
+
+// Bytes one decode token at batch 1 reads at context `keys` (see the header).
+static double decode_bytes_per_token(const GptOssWeights *w, int keys) {
+  const GptOssConfig *c = &w->config;
+  double bytes = (double)weight_matrix_bytes(&w->unembedding) +
+                 (double)weight_matrix_bytes(&w->embedding) / (double)w->embedding.rows;
+  for (int l = 0; l < c->num_layers; l++) {
+    const LayerWeights *L = &w->layers[l];
+    bytes += (double)(weight_matrix_bytes(&L->qkv) + weight_matrix_bytes(&L->out) +
+                      weight_matrix_bytes(&L->gate));
+    bytes += (double)c->experts_per_token *
+             (double)(weight_matrix_bytes(&L->mlp1[0]) + weight_matrix_bytes(&L->mlp2[0]));
+    int visible = keys;
+    if (config_layer_is_sliding(c, l) && visible > c->sliding_window) visible = c->sliding_window;
+    bytes += 2.0 * visible * c->num_kv_heads * c->head_dim * sizeof(float);  // K and V, fp32
+  }
+  return bytes;
+}
+
 // One run's times and multiply-adds.
 typedef struct {
   double prefill_s, decode_s;
@@ -204,8 +270,7 @@ static RunResult bench_run(Model *m, const BenchOptions *o, int B, int gen_len, 
   const GptOssConfig *c = &m->weights->config;
   char err[512];
   KvCache kv;
-  if (!kv_cache_init(&kv, m->backend, c, NULL, B * a->blocks_per_seq, BENCH_BLOCK, err,
-                     sizeof err))
+  if (!kv_cache_init(&kv, m->backend, c, NULL, B * a->blocks_per_seq, BENCH_BLOCK, err, sizeof err))
     die("%s", err);
   uint32_t *tokens = xmalloc((size_t)B * o->prompt_len * sizeof *tokens);  // [B, prompt_len]
   uint32_t *next = xmalloc((size_t)B * sizeof *next);                      // [B]
@@ -257,7 +322,7 @@ static double total_macs(const MacCount *m) { return m->layers + m->attention + 
 // o->runs runs at batch B; prints b<B>.* lines: tokens/s of the fastest run and the median run
 // (prefill and decode each), and the fastest run's GFLOP/s and share of the ceiling.
 static void bench_batch(Model *m, const BenchOptions *o, int B, BatchArrays *a, float *logits,
-                        double ceiling_gflops) {
+                        double ceiling_gflops, double floor_s_per_token) {
   double prefill_s[BENCH_MAX_RUNS], decode_s[BENCH_MAX_RUNS];
   RunResult r = {0};
   for (int i = 0; i < o->runs; i++) {
@@ -279,6 +344,8 @@ static void bench_batch(Model *m, const BenchOptions *o, int B, BatchArrays *a, 
   printf("b%d.decode_tok_s_median %.1f\n", B, decode_tokens / decode_med);
   printf("b%d.decode_gflops %.2f\n", B, decode_gflops);
   printf("b%d.decode_of_ceiling %.3f\n", B, decode_gflops / ceiling_gflops);
+  if (B == 1)  // the floor's time per token over the achieved one
+    printf("b1.decode_of_bandwidth_floor %.3f\n", floor_s_per_token * decode_tokens / decode_best);
   fflush(stdout);
 }
 
@@ -352,6 +419,12 @@ int main(int argc, char **argv) {
   if (!weights_load(o.model, &wo, &w, err, sizeof err)) die("%s", err);
   const double load_s = (double)(clock_now_ns() - t0) / 1e9;
   const GptOssConfig *c = &w.config;
+  // The bandwidth probes first, while the backend's pool threads do not exist yet to share the
+  // CPUs with OpenMP's.
+  const int threads = o.num_threads > 0 ? o.num_threads : cpu_cores_usable();  // as the backend
+  const double bytes = decode_bytes_per_token(&w, o.prompt_len + o.gen_len / 2);
+  const double read_gbs = stream_read_gbs((size_t)bytes, threads);
+  const double memory_gbs = stream_read_gbs(BENCH_STREAM_BYTES, threads);
   Backend *be = cpu_backend_create(o.num_threads);
   const int prefill_seqs = o.chunk / o.prompt_len < max_b ? o.chunk / o.prompt_len : max_b;
   const int max_tokens = prefill_seqs * o.prompt_len > max_b ? prefill_seqs * o.prompt_len : max_b;
@@ -361,13 +434,17 @@ int main(int argc, char **argv) {
   printf("model %s\n", o.model);
   printf("dense_format %s\n", weight_format_name(o.dense));
   printf("expert_format %s\n", weight_format_name(o.experts));
-  printf("threads %d\n", o.num_threads > 0 ? o.num_threads : omp_get_num_procs());
+  printf("threads %d\n", threads);
   printf("prompt_len %d\n", o.prompt_len);
   printf("gen_len %d\n", o.gen_len);
   printf("load_s %.2f\n", load_s);
   printf("layer_macs_per_token %.0f\n", layer_macs_per_token(c));
   printf("unembedding_macs_per_token %.0f\n", (double)c->hidden_size * c->vocab_size);
   const double ceiling = bench_ceiling(be, &w, &o);
+  printf("bandwidth.decode_bytes_per_token %.0f\n", bytes);
+  printf("bandwidth.read_gbs %.2f\n", read_gbs);
+  printf("bandwidth.memory_read_gbs %.2f\n", memory_gbs);
+  printf("bandwidth.b1_floor_tok_s %.1f\n", read_gbs * 1e9 / bytes);
 
   const int max_seqs = max_b;
   BatchArrays a = {.blocks_per_seq = (o.prompt_len + o.gen_len + BENCH_BLOCK - 1) / BENCH_BLOCK};
@@ -381,7 +458,8 @@ int main(int argc, char **argv) {
   float *logits = be->alloc(be, (size_t)max_b * c->vocab_size * sizeof *logits);  // [B, vocab]
   CHECK(logits != NULL);
   bench_run(&m, &o, 1, 4, &a, logits);  // warm-up: scratch buffers grow, pages fault in
-  for (int i = 0; i < o.num_batches; i++) bench_batch(&m, &o, o.batches[i], &a, logits, ceiling);
+  for (int i = 0; i < o.num_batches; i++)
+    bench_batch(&m, &o, o.batches[i], &a, logits, ceiling, bytes / (read_gbs * 1e9));
 
   be->free(be, logits);
   free(a.ids), free(a.positions), free(a.slots), free(a.query_start), free(a.seq_lens);
