@@ -18,13 +18,14 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_internal.h"
 #include "common/check.h"
 #include "model/q8.h"
 #include "test_rng.h"
 
 // Whether the group running now uses the default backend (the AVX-512 kernels where the CPU has
-// them) rather than the portable one.
-static bool g_fast;
+// them) rather than the portable one, and whether that backend has AMX-BF16.
+static bool g_fast, g_amx_bf16;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers: comparisons, weights in each format (random numbers: test_rng.h).
@@ -142,7 +143,7 @@ static double ref_linear(const double *w, int64_t rows, int64_t cols, const floa
 }
 
 static int setup_portable(void **state) {
-  g_fast = false;
+  g_fast = false, g_amx_bf16 = false;
   *state = cpu_backend_create_portable(2);
   return *state ? 0 : -1;
 }
@@ -150,6 +151,7 @@ static int setup_portable(void **state) {
 static int setup_fast(void **state) {
   g_fast = true;
   *state = cpu_backend_create(2);
+  g_amx_bf16 = *state && cpu_backend_uses_amx_bf16(*state);
   return *state ? 0 : -1;
 }
 
@@ -162,12 +164,14 @@ static int teardown_backend(void **state) {
 // ---------------------------------------------------------------------------------------------
 // linear
 
-// How the backend under test rounds the inputs of format f: not at all (float32 products), to
-// bf16, or to int8 with one scale per `int8_span` columns (the same question cpu_backend_create
-// asks the CPU, answered independently).
+// How the backend under test rounds num_rows input rows of format f: not at all (float32
+// products), to bf16, or to int8 with one scale per `int8_span` columns (the same question
+// cpu_backend_create asks the CPU, answered independently; MXFP4 from CPU_MXFP4_AMX_MIN_ROWS rows
+// goes through AMX-BF16 where the backend has it).
 typedef enum { ROUND_NONE, ROUND_BF16, ROUND_INT8 } InputRounding;
 
-static InputRounding kernel_rounding(WeightFormat f, int64_t cols, int64_t *int8_span) {
+static InputRounding kernel_rounding(WeightFormat f, int num_rows, int64_t cols,
+                                     int64_t *int8_span) {
   if (!g_fast || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
       !__builtin_cpu_supports("avx512vl"))
     return ROUND_NONE;
@@ -175,7 +179,8 @@ static InputRounding kernel_rounding(WeightFormat f, int64_t cols, int64_t *int8
   const char *mxfp4 = getenv("GPTOSS_CPU_MXFP4");
   *int8_span = cols;  // Q8: one scale per row
   if (f == WEIGHT_Q8) return vnni ? ROUND_INT8 : ROUND_NONE;
-  if (f == WEIGHT_MXFP4 && vnni && !(mxfp4 && strcmp(mxfp4, "bf16") == 0)) {
+  if (f == WEIGHT_MXFP4 && vnni && !(mxfp4 && strcmp(mxfp4, "bf16") == 0) &&
+      !(g_amx_bf16 && num_rows >= CPU_MXFP4_AMX_MIN_ROWS)) {
     *int8_span = 32;  // MXFP4 through cpu_mx8.c: one scale per 32-column block
     return ROUND_INT8;
   }
@@ -189,7 +194,7 @@ static InputRounding kernel_rounding(WeightFormat f, int64_t cols, int64_t *int8
 // cpu_mx8.c's arithmetic, in float).  x: [num_rows, cols]
 static void round_like_kernel(WeightFormat f, float *x, int num_rows, int64_t cols) {
   int64_t span = cols;
-  const InputRounding rounding = kernel_rounding(f, cols, &span);
+  const InputRounding rounding = kernel_rounding(f, num_rows, cols, &span);
   for (int64_t c0 = 0; rounding != ROUND_NONE && c0 < (int64_t)num_rows * cols; c0 += span) {
     float *part = x + c0, amax = 0;  // [span] within one row
     for (int64_t c = 0; c < span; c++) amax = fmaxf(amax, fabsf(part[c]));
@@ -258,9 +263,10 @@ static void test_linear_bf16(void **state) {
 
 static void test_linear_mxfp4(void **state) {
   Backend *be = *state;
-  const int shapes[][3] = {{1, 1, 32},   {1, 5, 64},     {3, 9, 96},  {4, 33, 32},
-                           {6, 33, 128}, {7, 200, 4096}, {7, 64, 64}, {13, 64, 64},
-                           {5, 64, 32},  {1, 64, 32},    {2, 64, 64}};
+  // From CPU_MXFP4_AMX_MIN_ROWS input rows, AMX-BF16 where the CPU has it (the last three).
+  const int shapes[][3] = {{1, 1, 32},     {1, 5, 64},   {3, 9, 96},   {4, 33, 32},   {6, 33, 128},
+                           {7, 200, 4096}, {7, 64, 64},  {13, 64, 64}, {5, 64, 32},   {1, 64, 32},
+                           {2, 64, 64},    {64, 16, 32}, {65, 33, 96}, {300, 40, 512}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int v = 0; v < 4; v++)
       check_linear(be, WEIGHT_MXFP4, shapes[i][0], shapes[i][1], shapes[i][2], v & 1, v & 2,
@@ -292,10 +298,13 @@ static void check_amx_against_plain(WeightFormat f, bool (*uses_amx)(Backend *),
                                     const int (*shapes)[3], size_t num_shapes, uint64_t seed,
                                     bool exact, const char *what) {
   if (!g_fast) return;  // the portable group has neither
+  // MXFP4: both backends on bf16 inputs (cpu_mx8.c's int8 inputs would differ by more)
+  if (f == WEIGHT_MXFP4) setenv("GPTOSS_CPU_MXFP4", "bf16", 1);
   setenv("GPTOSS_CPU_AMX", "0", 1);
   Backend *plain = cpu_backend_create(2);
   unsetenv("GPTOSS_CPU_AMX");
   Backend *amx = cpu_backend_create(2);
+  unsetenv("GPTOSS_CPU_MXFP4");
   assert_false(uses_amx(plain));
   if (!uses_amx(amx)) {
     print_message("# skipped: no %s (this CPU has none, or Linux refused its tiles)\n", what);
@@ -345,6 +354,15 @@ static void test_linear_bf16_amx_near_avx512(void **state) {
   const int shapes[][3] = {{16, 16, 32}, {31, 33, 64}, {64, 200, 2880}, {300, 48, 512}};
   check_amx_against_plain(WEIGHT_BF16, cpu_backend_uses_amx_bf16, shapes,
                           sizeof shapes / sizeof shapes[0], 1400, false, "AMX-BF16");
+}
+
+// MXFP4 on AMX-BF16 (each block decoded to bf16 as the weights are transposed): within float32
+// rounding of the AVX-512 BF16 kernel on the same rounded inputs.
+static void test_linear_mxfp4_amx_near_avx512(void **state) {
+  (void)state;
+  const int shapes[][3] = {{16, 16, 32}, {31, 33, 64}, {64, 200, 2880}, {300, 48, 512}};
+  check_amx_against_plain(WEIGHT_MXFP4, cpu_backend_uses_amx_bf16, shapes,
+                          sizeof shapes / sizeof shapes[0], 1450, false, "AMX-BF16 (MXFP4)");
 }
 
 // Hand-made MXFP4 bytes: low nibble = even element, scale bias 127, blocks along the columns.
@@ -1250,6 +1268,7 @@ int main(void) {
       cmocka_unit_test(test_linear_q8),
       cmocka_unit_test(test_linear_q8_amx_matches_vnni),
       cmocka_unit_test(test_linear_bf16_amx_near_avx512),
+      cmocka_unit_test(test_linear_mxfp4_amx_near_avx512),
       cmocka_unit_test(test_embed),
       cmocka_unit_test(test_rmsnorm),
       cmocka_unit_test(test_rope_hand),

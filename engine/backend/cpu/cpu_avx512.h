@@ -1,11 +1,12 @@
 // cpu_avx512.h: small AVX-512 helpers the CPU backend's kernels share (a vector exp, lane sums,
-// a 16x16 transpose), as static inline functions compiled for AVX-512 by target attributes, so
-// only code that runs after the backend's CPU check may call them. Not for use outside
-// engine/backend/cpu; no state.
+// a 16x16 transpose, an MXFP4 block decoded to bf16), as static inline functions compiled for
+// AVX-512 by target attributes, so only code that runs after the backend's CPU check may call them.
+// Not for use outside engine/backend/cpu; no state.
 #ifndef GE_BACKEND_CPU_CPU_AVX512_H
 #define GE_BACKEND_CPU_CPU_AVX512_H
 
 #include <immintrin.h>
+#include <stdint.h>
 
 #define CPU_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define CPU_AVX512_INLINE static inline __attribute__((always_inline)) CPU_AVX512_TARGET
@@ -80,6 +81,24 @@ CPU_AVX512_INLINE void cpu_transpose16(__m512 r[16]) {
     r[8 + k] = _mm512_shuffle_f32x4(b, d, 0x88);
     r[12 + k] = _mm512_shuffle_f32x4(b, d, 0xdd);
   }
+}
+
+// MXFP4 blocks as bf16 (cpu_bf16.c owns the table; cpu_mxfp4_bf16_init fills it once, before any
+// decode): cpu_mxfp4_bf16_table[s][k] is code k at scale byte s, exactly (every e2m1 value times
+// a power of two is a bf16).
+extern uint16_t cpu_mxfp4_bf16_table[256][16];
+void cpu_mxfp4_bf16_init(void);
+
+// One MXFP4 block (16 bytes of codes, one scale byte) as 32 bf16 values, exactly: byte j ->
+// dword j -> words (low nibble, high nibble), the codes of elements 2j and 2j + 1, looked up in
+// the scale's 16-entry table by one vpermw.
+CPU_AVX512_INLINE __m512i cpu_mxfp4_block(const uint8_t *block, uint8_t scale) {
+  const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)block));
+  const __m512i codes = _mm512_ternarylogic_epi32(bytes, _mm512_slli_epi32(bytes, 12),
+                                                  _mm512_set1_epi32(0x000f000f), 0xa8);
+  const __m512i table =
+      _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)cpu_mxfp4_bf16_table[scale]));
+  return _mm512_permutexvar_epi16(codes, table);
 }
 
 #endif

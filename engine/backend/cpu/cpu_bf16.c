@@ -7,7 +7,7 @@
 // The kernel keeps 16 accumulators (weight rows x input rows: 16x1, 8x2 or 4x4) over the
 // columns and sums each one's lanes with a shuffle tree at the end. Compiled for AVX-512 with
 // target attributes: cpu_linear calls it only when the CPU has AVX512_BF16. With AMX-BF16 and at
-// least 16 input rows, BF16 weights go through cpu_bf16amx.c instead. Reads the weights, writes
+// least 16 input rows, both formats go through cpu_bf16amx.c instead. Reads the weights, writes
 // only y and its scratch.
 #include <immintrin.h>
 #include <pthread.h>
@@ -26,20 +26,25 @@
 #define CPU_BF16_TILE_BYTES ((size_t)64 << 10)
 #define CPU_BF16_CHUNK 64             // input rows per pass over a tile (L1/L2-sized)
 #define CPU_BF16_PIECES_PER_THREAD 8  // pieces of the weight rows handed out per thread
+// AMX: input rows per task (a multiple of 2 x CPU_BF16_AMX_ROWS), so that a piece's transposed
+// weights serve 256 rows and the rows' chunk stays in L2 across the pieces of a chunk.
+#define CPU_BF16_AMX_CHUNK 256
 // Up to this many input rows MXFP4 blocks are decoded in registers as the kernel reads them;
 // above, a tile is decoded once for all the rows (one thread, a 1024 x 512 expert: 1 row 11 us
 // fused, 17 us tiled; 4 rows 17 and 22 us; 16 rows 65 and 57 us).
 #define CPU_BF16_FUSED_MAX_ROWS 4
 
 // value of code k at scale byte s, as bf16 bits (exact, as mxfp4_value).
-static uint16_t CPU_MXFP4_BF16[256][16];
+uint16_t cpu_mxfp4_bf16_table[256][16];
 static pthread_once_t cpu_mxfp4_once = PTHREAD_ONCE_INIT;
 
-static void cpu_mxfp4_table_init(void) {
+static void cpu_mxfp4_table_fill(void) {
   for (int s = 0; s < 256; s++)
     for (int k = 0; k < 16; k++)
-      CPU_MXFP4_BF16[s][k] = bf16_from_f32(mxfp4_value((uint8_t)k, (uint8_t)s));
+      cpu_mxfp4_bf16_table[s][k] = bf16_from_f32(mxfp4_value((uint8_t)k, (uint8_t)s));
 }
+
+void cpu_mxfp4_bf16_init(void) { pthread_once(&cpu_mxfp4_once, cpu_mxfp4_table_fill); }
 
 // x rounded to bf16 (nearest even), row by row.  x: [num_rows, cols], out: [num_rows, cols]
 CPU_BF16_TARGET static void cpu_bf16_round_row(const float *x, int64_t cols, uint16_t *out) {
@@ -60,18 +65,6 @@ typedef struct {
   const uint8_t *scales;  // [rows, groups] e8m0
   int64_t groups;         // MXFP4 blocks per row
 } CpuBf16Src;
-
-// One MXFP4 block (16 bytes of codes, one scale byte) as 32 bf16 values, exactly: byte j ->
-// dword j -> words (low nibble, high nibble), the codes of elements 2j and 2j + 1, looked up in
-// the scale's 16-entry table.
-CPU_BF16_INLINE __m512i cpu_mxfp4_block(const uint8_t *block, uint8_t scale) {
-  const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)block));
-  const __m512i codes = _mm512_ternarylogic_epi32(bytes, _mm512_slli_epi32(bytes, 12),
-                                                  _mm512_set1_epi32(0x000f000f), 0xa8);
-  const __m512i table =
-      _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)CPU_MXFP4_BF16[scale]));
-  return _mm512_permutexvar_epi16(codes, table);
-}
 
 // Decodes MXFP4 rows row0 .. row0 + num_rows - 1 into bf16.  out: [num_rows, w->cols]
 CPU_BF16_TARGET static void cpu_mxfp4_decode_bf16(const WeightMatrix *w, int64_t row0,
@@ -179,10 +172,11 @@ typedef struct {
   int num_rows;
   float *y;         // [num_rows, w->rows]
   uint16_t *xb;     // [num_rows, w->cols] x in bf16
-  uint16_t *tiles;  // [num_threads, piece, w->cols] decoded MXFP4 rows (or transposed BF16
+  uint16_t *tiles;  // [num_threads, piece, w->cols] decoded MXFP4 rows (or transposed bf16
                     // rows for AMX), or NULL
   int64_t piece;    // weight rows per piece
-  bool amx;         // BF16 rows through cpu_bf16amx.c
+  bool amx;         // the rows through cpu_bf16amx.c
+  int64_t num_pieces;
 } CpuBf16Ctx;
 
 static void cpu_bf16_round_task(void *ctx, int64_t begin, int64_t end, int tid) {
@@ -200,12 +194,16 @@ static void cpu_bf16_rows_task(void *ctx, int64_t begin, int64_t end, int tid) {
   const WeightMatrix *w = c->w;
   const int64_t cols = w->cols;
   for (int64_t p = begin; p < end; p++) {
-    const int64_t r0 = p * c->piece, nr = w->rows - r0 < c->piece ? w->rows - r0 : c->piece;
-    if (c->amx) {
+    if (c->amx) {  // task p: piece p % num_pieces of input chunk p / num_pieces
+      const int64_t r0 = p % c->num_pieces * c->piece, m0 = p / c->num_pieces * CPU_BF16_AMX_CHUNK;
+      const int64_t nr = w->rows - r0 < c->piece ? w->rows - r0 : c->piece;
+      const int nm =
+          c->num_rows - m0 < CPU_BF16_AMX_CHUNK ? (int)(c->num_rows - m0) : CPU_BF16_AMX_CHUNK;
       uint16_t *bt = c->tiles + (size_t)tid * (size_t)(c->piece * cols);  // [piece, cols]
-      cpu_bf16_amx_rows(w, r0, nr, c->xb, c->num_rows, c->y, (uint32_t *)bt);
+      cpu_bf16_amx_rows(w, r0, nr, c->xb + m0 * cols, nm, c->y + m0 * w->rows, (uint32_t *)bt);
       continue;
     }
+    const int64_t r0 = p * c->piece, nr = w->rows - r0 < c->piece ? w->rows - r0 : c->piece;
     CpuBf16Src src = {.bf16 = w->data, .ld = cols};
     int64_t row = r0;  // of src
     if (w->format == WEIGHT_MXFP4 && c->tiles) {
@@ -222,14 +220,13 @@ static void cpu_bf16_rows_task(void *ctx, int64_t begin, int64_t end, int tid) {
 void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
                      bool serial) {
   CHECK(w->format == WEIGHT_BF16 || w->format == WEIGHT_MXFP4);
-  pthread_once(&cpu_mxfp4_once, cpu_mxfp4_table_init);
+  cpu_mxfp4_bf16_init();
   const int64_t rows = w->rows, cols = w->cols;
   const int num_threads = cpu_state(be)->num_threads;
   CpuBf16Ctx c = {.w = w, .x = x, .num_rows = num_rows, .y = y};
   // AMX-BF16 where it has tiles' worth of input rows; the zero rows that pad them are never
   // stored.
-  c.amx = cpu_state(be)->amx_bf16 && w->format == WEIGHT_BF16 && cols % CPU_BF16_AMX_K == 0 &&
-          num_rows >= CPU_BF16_AMX_ROWS;
+  c.amx = cpu_state(be)->amx_bf16 && cols % CPU_BF16_AMX_K == 0 && num_rows >= CPU_BF16_AMX_ROWS;
   const int64_t padded_rows =
       c.amx ? (num_rows + CPU_BF16_AMX_ROWS - 1) / CPU_BF16_AMX_ROWS * CPU_BF16_AMX_ROWS : num_rows;
   c.xb = cpu_scratch(be, CPU_SCRATCH_INPUT, (size_t)padded_rows * (size_t)cols * 2);
@@ -244,8 +241,11 @@ void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *x, int num
   if ((w->format == WEIGHT_MXFP4 && num_rows > CPU_BF16_FUSED_MAX_ROWS) || c.amx)
     c.tiles =
         cpu_scratch(be, CPU_SCRATCH_DECODE, (size_t)num_threads * (size_t)(c.piece * cols) * 2);
-  const int64_t num_pieces = (rows + c.piece - 1) / c.piece;
+  c.num_pieces = (rows + c.piece - 1) / c.piece;
+  // AMX tasks: every piece of the first chunk of input rows, then of the next, ...
+  const int64_t num_tasks =
+      c.num_pieces * (c.amx ? (num_rows + CPU_BF16_AMX_CHUNK - 1) / CPU_BF16_AMX_CHUNK : 1);
   cpu_parallel(be, num_rows, serial ? num_rows : cpu_grain(be, num_rows, cols, 1 << 14),
                cpu_bf16_round_task, &c);
-  cpu_parallel(be, num_pieces, serial ? num_pieces : 1, cpu_bf16_rows_task, &c);
+  cpu_parallel(be, num_tasks, serial ? num_tasks : 1, cpu_bf16_rows_task, &c);
 }

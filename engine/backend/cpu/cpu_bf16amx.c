@@ -1,19 +1,23 @@
-// cpu_bf16amx.c: y += x W^T for WEIGHT_BF16 weights on AMX-BF16 tiles (Sapphire Rapids and
-// later), cpu_bf16.c's path for 16 input rows and more. tdpbf16ps's operand B is 16 rows of 16
+// cpu_bf16amx.c: y += x W^T for WEIGHT_BF16 and WEIGHT_MXFP4 weights on AMX-BF16 tiles (Sapphire
+// Rapids and later), cpu_bf16.c's path for 16 input rows and more (MXFP4: cpu_linear's choice
+// for CPU_MXFP4_AMX_MIN_ROWS rows and more). tdpbf16ps's operand B is 16 rows of 16
 // bf16 pairs: K = 32 columns by N = 16 weight rows, row r holding each weight row's columns 2r
 // and 2r + 1, which is the transpose of a 16 x 16 block of the weights' 32-bit column pairs as
 // they lie. Each call transposes its piece of weight rows once into the thread's scratch
-// (cpu_transpose16) and runs every 32 input rows against it: operand A is 16 input rows of 32
+// (cpu_transpose16; an MXFP4 row's 32 columns are one block, decoded to bf16 exactly as it is
+// loaded) and runs every 32 input rows against it: operand A is 16 input rows of 32
 // bf16 (cpu_bf16.c's rounded inputs, padded with zero rows), 2 x 2 float32 accumulator tiles.
 // The sums run in another order than cpu_bf16.c's (and tdpbf16ps takes bf16 denormals as zero):
 // close to it, not bit-identical. Tiles configured per call (cpu_amx_configure), released at
 // the end.
+#include <assert.h>
 #include <immintrin.h>
 
 #include "backend/cpu/cpu_amx.h"
 #include "backend/cpu/cpu_avx512.h"
 #include "backend/cpu/cpu_internal.h"
 #include "common/check.h"
+#include "model/mxfp4.h"
 
 #define CPU_BF16AMX_TARGET \
   __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
@@ -21,29 +25,41 @@
 #define AMX_DPBF16(c, a, b) _tile_dpbf16ps(c, a, b)  // float sums of bf16 pairs
 
 // y[m0 + i][col0 + j] += tile[i][j] for the input rows below num_rows and the columns below
-// num_cols (of 16).
-#define CPU_BF16AMX_STORE(tile, m0, col0, num_cols)                                        \
-  do {                                                                                     \
-    AMX_STORE(tile, sums, 64);                                                             \
-    for (int i = 0; i < CPU_BF16_AMX_ROWS && (m0) + i < num_rows; i++)                     \
-      for (int j = 0; j < (num_cols); j++) y[((m0) + i) * ldy + (col0) + j] += sums[i][j]; \
+// num_cols (of 16): one masked 16-lane add per row.
+#define CPU_BF16AMX_STORE(tile, m0, col0, num_cols)                                           \
+  do {                                                                                        \
+    AMX_STORE(tile, sums, 64);                                                                \
+    const __mmask16 mask = (__mmask16)((1u << (num_cols)) - 1);                               \
+    for (int i = 0; i < CPU_BF16_AMX_ROWS && (m0) + i < num_rows; i++) {                      \
+      float *yr = y + ((m0) + i) * ldy + (col0);                                              \
+      _mm512_mask_storeu_ps(                                                                  \
+          yr, mask, _mm512_add_ps(_mm512_maskz_loadu_ps(mask, yr), _mm512_load_ps(sums[i]))); \
+    }                                                                                         \
   } while (0)
 
 CPU_BF16AMX_TARGET void cpu_bf16_amx_rows(const WeightMatrix *w, int64_t r0, int64_t nr,
                                           const uint16_t *xb, int num_rows, float *y,
                                           uint32_t *bt) {
-  CHECK(w->format == WEIGHT_BF16 && w->cols % CPU_BF16_AMX_K == 0);
+  const bool mx = w->format == WEIGHT_MXFP4;
+  CHECK((mx || w->format == WEIGHT_BF16) && w->cols % CPU_BF16_AMX_K == 0);
+  static_assert(CPU_BF16_AMX_K == MXFP4_BLOCK_SIZE, "a tile step's columns are one MXFP4 block");
   const int64_t cols = w->cols, ldy = w->rows, num_k = cols / CPU_BF16_AMX_K;
   const int64_t groups = (nr + 15) / 16;
-  const uint16_t *wd = (const uint16_t *)w->data + r0 * cols;  // [nr, cols]
+  const uint16_t *wd = (const uint16_t *)w->data + r0 * cols;  // [nr, cols] (BF16)
+  const uint8_t *blocks = (const uint8_t *)w->data + r0 * num_k * MXFP4_BLOCK_BYTES;  // (MXFP4)
+  const uint8_t *scales = (const uint8_t *)w->scales + r0 * num_k;
   // bt[(g * num_k + k) * 256 + r * 16 + n] = column pair 16 k + r of weight row 16 g + n.
   for (int64_t g = 0; g < groups; g++)
     for (int64_t k = 0; k < num_k; k++) {
       __m512 r[16];
 #pragma GCC unroll 16
-      for (int n = 0; n < 16; n++)
-        r[n] = 16 * g + n < nr ? _mm512_loadu_ps((const float *)(wd + (16 * g + n) * cols + 32 * k))
-                               : _mm512_setzero_ps();
+      for (int n = 0; n < 16; n++) {
+        const int64_t row = 16 * g + n;
+        r[n] = row >= nr ? _mm512_setzero_ps()
+               : mx      ? _mm512_castsi512_ps(cpu_mxfp4_block(
+                               blocks + (row * num_k + k) * MXFP4_BLOCK_BYTES, scales[row * num_k + k]))
+                         : _mm512_loadu_ps((const float *)(wd + row * cols + 32 * k));
+      }
       cpu_transpose16(r);
 #pragma GCC unroll 16
       for (int i = 0; i < 16; i++)

@@ -105,7 +105,8 @@ void cpu_q8_amx_tiles(const WeightMatrix *w, int64_t t0, int64_t t1, const CpuQ8
 void cpu_amx_configure(void);
 
 // cpu_bf16_linear's AMX-BF16 path (cpu_bf16amx.c): y[:, r0 .. r0 + nr) += xb (weight rows r0 ..
-// r0 + nr - 1 of w, WEIGHT_BF16)^T for input rows 0 .. num_rows - 1. Needs amx_bf16, w->cols a
+// r0 + nr - 1 of w, WEIGHT_BF16 or WEIGHT_MXFP4)^T for input rows 0 .. num_rows - 1. Needs amx_bf16
+// (and, for MXFP4, cpu_mxfp4_bf16_init done), w->cols a
 // multiple of CPU_BF16_AMX_K, xb padded with zero rows to a multiple of CPU_BF16_AMX_ROWS, and
 // bt: [nr rounded up to 16, w->cols] bf16 of scratch (the piece's weights, transposed).
 // xb: [num_rows, w->cols] bf16, y: [num_rows, w->rows]
@@ -119,6 +120,11 @@ void cpu_q8_store(const int32_t *dot, const float *wscale, const CpuQ8Input *in,
                   int64_t ldy, int64_t row0, int64_t num_valid);
 
 // cpu_mx8_linear: WEIGHT_MXFP4 with 8-bit inputs (needs avx512_vnni; cols a multiple of 32).
+// cpu_linear takes it for MXFP4 below CPU_MXFP4_AMX_MIN_ROWS input rows where the CPU has
+// AMX-BF16, and always where it has not; from that many rows AMX-BF16 (cpu_bf16amx.c through
+// cpu_bf16_linear) is faster (bench on a Xeon with AMX, 1024 x 512 and 5760 x 2880 experts:
+// 1.2-2x from 64 rows, slower below 32).
+#define CPU_MXFP4_AMX_MIN_ROWS 64
 void cpu_mx8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
                     bool serial);
 

@@ -113,7 +113,8 @@ void cpu_linear(Backend *be, const WeightMatrix *w, const float *bias, const flo
     return;
   }
   cpu_linear_prepare(y, bias, num_rows, w->rows, accumulate);
-  if (w->format == WEIGHT_MXFP4 && st->mxfp4_int8) {
+  if (w->format == WEIGHT_MXFP4 && st->mxfp4_int8 &&
+      !(st->amx_bf16 && num_rows >= CPU_MXFP4_AMX_MIN_ROWS)) {
     cpu_mx8_linear(be, w, x, num_rows, y, serial);
     return;
   }

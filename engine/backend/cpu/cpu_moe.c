@@ -25,8 +25,8 @@ typedef struct {
   const float *logits;  // [num_tokens, num_experts]
   int num_experts, k;
   const MoeProbe *probe;  // NULL, or diagnostics
-  int32_t *experts;  // [num_tokens, k]
-  float *weights;    // [num_tokens, k]
+  int32_t *experts;       // [num_tokens, k]
+  float *weights;         // [num_tokens, k]
 } CpuRouteCtx;
 
 // The index of the largest logit not among taken[0 .. num_taken) (ties: the lower index).

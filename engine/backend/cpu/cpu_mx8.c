@@ -1,8 +1,8 @@
 // cpu_mx8.c: y += x W^T for WEIGHT_MXFP4 weights with AVX-512 VNNI and 8-bit inputs (the
 // experts' products on CPUs with VNNI). Each input row is quantized to int8 once per call, one
 // scale per 32-column block as the weights have (max |x| of the block -> 127, nearest even), so
-// one large activation costs precision in its block only. Each tile of 16 weight rows is decoded once
-// per call into the thread's scratch as vpdpbusd operands: per 32-column MXFP4 block, 8 groups
+// one large activation costs precision in its block only. Each tile of 16 weight rows is decoded
+// once per call into the thread's scratch as vpdpbusd operands: per 32-column MXFP4 block, 8 groups
 // of 16 rows by 4 columns, byte u = 2 * (e2m1 value) + 12 (0 .. 24, exact), and the block's 16
 // scales as floats 2^(scale - 128). The kernel multiplies a group by 4 int8 inputs broadcast to
 // every lane into one int32 sum per weight row; the +12 offset is taken out exactly by starting
@@ -10,11 +10,12 @@
 // exact, and a row's result is
 //   y += ((S_0 * (h_0 sx_0) + S_1 * (h_1 sx_1)) + ...) + S_last * (h_last sx_last)   (fma)
 // with S_b the block's integer dot product, h_b its half-scale and sx_b the input's block scale
-// (h_b is a power of two: h_b sx_b is exact unless it leaves the normal range): the same float operations for a given (input row, weight row) whatever the number of rows,
-// the register block or the thread, so a token's result never depends on its batch.
-// Register blocks: up to 4 tiles by 1 input row, or 2 tiles by up to 4 rows. Threads take pieces
-// of the tiles as they come free. Compiled for AVX-512 with target attributes: cpu_linear calls
-// it only when the CPU has VNNI. Reads the weights, writes only y and its scratch.
+// (h_b is a power of two: h_b sx_b is exact unless it leaves the normal range): the same float
+// operations for a given (input row, weight row) whatever the number of rows, the register block or
+// the thread, so a token's result never depends on its batch. Register blocks: up to 4 tiles by 1
+// input row, or 2 tiles by up to 4 rows. Threads take pieces of the tiles as they come free.
+// Compiled for AVX-512 with target attributes: cpu_linear calls it only when the CPU has VNNI.
+// Reads the weights, writes only y and its scratch.
 #include <float.h>
 #include <immintrin.h>
 #include <string.h>
@@ -27,20 +28,19 @@
 
 #define CPU_MX8_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #define CPU_MX8_INLINE static inline __attribute__((always_inline)) CPU_MX8_TARGET
-#define CPU_MX8_ROWS 16                      // weight rows of a tile: the lanes of a sum
-#define CPU_MX8_GROUPS 8                     // 4-column groups per 32-column block
-#define CPU_MX8_GROUP_BYTES 64               // one group of a tile: 16 rows by 4 columns
-#define CPU_MX8_MAX_MT 4                     // input rows of a register block
-#define CPU_MX8_CHUNK 256                    // input rows per pass over a piece's tiles
-#define CPU_MX8_PIECES_PER_THREAD 8          // pieces of the tiles handed out per thread
+#define CPU_MX8_ROWS 16                         // weight rows of a tile: the lanes of a sum
+#define CPU_MX8_GROUPS 8                        // 4-column groups per 32-column block
+#define CPU_MX8_GROUP_BYTES 64                  // one group of a tile: 16 rows by 4 columns
+#define CPU_MX8_MAX_MT 4                        // input rows of a register block
+#define CPU_MX8_CHUNK 256                       // input rows per pass over a piece's tiles
+#define CPU_MX8_PIECES_PER_THREAD 8             // pieces of the tiles handed out per thread
 #define CPU_MX8_PIECE_BYTES ((size_t)96 << 10)  // decoded tiles of one piece (beside L2's x)
 
 // A tile's block, decoded: codes [8][16][4] bytes, then 16 float half-scales.
 #define CPU_MX8_BLOCK_BYTES (CPU_MX8_GROUPS * CPU_MX8_GROUP_BYTES + CPU_MX8_ROWS * 4)
 
 // 2 * e2m1 value + CPU_MX8_OFFSET per code, repeated in each 128-bit lane for vpshufb.
-static const int8_t CPU_MX8_CODES[16] = {12, 13, 14, 15, 16, 18, 20, 24,
-                                         12, 11, 10, 9,  8,  6,  4,  0};
+static const int8_t CPU_MX8_CODES[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
 #define CPU_MX8_OFFSET 12
 
 // The input rows quantized: x[m][c] ~= q[m][c] * scale[m][c / 32].
@@ -76,12 +76,12 @@ CPU_MX8_TARGET static void cpu_mx8_quantize_row(const float *x, int64_t cols, in
 CPU_MX8_INLINE __m512i cpu_mx8_group(__m512i t, int half, __m512i table) {
   const __m512i dup = half ? _mm512_broadcast_i32x4(_mm_setr_epi8(2, 2, 3, 3, 6, 6, 7, 7, 10, 10,
                                                                   11, 11, 14, 14, 15, 15))
-                           : _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 1, 1, 4, 4, 5, 5, 8, 8,
-                                                                  9, 9, 12, 12, 13, 13));
+                           : _mm512_broadcast_i32x4(
+                                 _mm_setr_epi8(0, 0, 1, 1, 4, 4, 5, 5, 8, 8, 9, 9, 12, 12, 13, 13));
   const __m512i two = _mm512_shuffle_epi8(t, dup);
-  const __m512i nibbles =
-      _mm512_and_si512(_mm512_mask_blend_epi8(0xaaaaaaaaaaaaaaaaull, two, _mm512_srli_epi16(two, 4)),
-                       _mm512_set1_epi8(0x0f));
+  const __m512i nibbles = _mm512_and_si512(
+      _mm512_mask_blend_epi8(0xaaaaaaaaaaaaaaaaull, two, _mm512_srli_epi16(two, 4)),
+      _mm512_set1_epi8(0x0f));
   return _mm512_shuffle_epi8(table, nibbles);
 }
 
@@ -134,7 +134,8 @@ CPU_MX8_TARGET static void cpu_mx8_decode_tile(const WeightMatrix *w, int64_t ro
       if (d / 4 >= nb) break;
       uint8_t *g = dst + (d / 4) * CPU_MX8_BLOCK_BYTES + (d % 4) * 2 * CPU_MX8_GROUP_BYTES;
       _mm512_storeu_si512(g, cpu_mx8_group(_mm512_castps_si512(r[d]), 0, table));
-      _mm512_storeu_si512(g + CPU_MX8_GROUP_BYTES, cpu_mx8_group(_mm512_castps_si512(r[d]), 1, table));
+      _mm512_storeu_si512(g + CPU_MX8_GROUP_BYTES,
+                          cpu_mx8_group(_mm512_castps_si512(r[d]), 1, table));
     }
   }
 }
@@ -183,8 +184,9 @@ CPU_MX8_INLINE void cpu_mx8_block(const uint8_t *tiles, int64_t tile_bytes, cons
           (const float *)(blk + z * tile_bytes + CPU_MX8_GROUPS * CPU_MX8_GROUP_BYTES));
 #pragma GCC unroll 4
       for (int i = 0; i < MT; i++)
-        f[z][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[z][i]),
-                                  _mm512_mul_ps(h, _mm512_set1_ps(xs[i * in->blocks + b])), f[z][i]);
+        f[z][i] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[z][i]),
+                            _mm512_mul_ps(h, _mm512_set1_ps(xs[i * in->blocks + b])), f[z][i]);
     }
   }
 #pragma GCC unroll 4
@@ -200,8 +202,8 @@ CPU_MX8_INLINE void cpu_mx8_block(const uint8_t *tiles, int64_t tile_bytes, cons
   }
 }
 
-#define CPU_MX8_CASE(rz, mt)                                                 \
-  case (rz)*16 + (mt):                                                       \
+#define CPU_MX8_CASE(rz, mt)                                                   \
+  case (rz)*16 + (mt):                                                         \
     cpu_mx8_block(tiles, tile_bytes, in, m0, y, ldy, row0, num_valid, rz, mt); \
     return;
 
@@ -210,9 +212,9 @@ CPU_MX8_TARGET static void cpu_mx8_dispatch(const uint8_t *tiles, int64_t tile_b
                                             const CpuMx8Input *in, int m0, float *y, int64_t ldy,
                                             int64_t row0, int64_t num_valid, int rz, int mt) {
   switch (rz * 16 + mt) {
-    CPU_MX8_CASE(1, 1) CPU_MX8_CASE(1, 2) CPU_MX8_CASE(1, 3) CPU_MX8_CASE(1, 4)
-    CPU_MX8_CASE(2, 1) CPU_MX8_CASE(2, 2) CPU_MX8_CASE(2, 3) CPU_MX8_CASE(2, 4)
-    CPU_MX8_CASE(4, 1)
+    CPU_MX8_CASE(1, 1)
+    CPU_MX8_CASE(1, 2) CPU_MX8_CASE(1, 3) CPU_MX8_CASE(1, 4) CPU_MX8_CASE(2, 1) CPU_MX8_CASE(2, 2)
+        CPU_MX8_CASE(2, 3) CPU_MX8_CASE(2, 4) CPU_MX8_CASE(4, 1)
   }
   CHECK(!"unsupported mx8 register block");
 }
@@ -223,12 +225,12 @@ typedef struct {
   int num_rows;
   float *y;  // [num_rows, w->rows]
   CpuMx8Input in;
-  int8_t *q;             // [num_rows, cols] quantized x
-  float *scale;          // [num_rows, blocks]
-  int32_t *start;        // [num_rows, blocks]
-  uint8_t *tiles;        // [num_threads, piece_tiles, tile_bytes] decoded tiles
-  int64_t piece_tiles;   // tiles per piece
-  int64_t tile_bytes;    // blocks * CPU_MX8_BLOCK_BYTES
+  int8_t *q;            // [num_rows, cols] quantized x
+  float *scale;         // [num_rows, blocks]
+  int32_t *start;       // [num_rows, blocks]
+  uint8_t *tiles;       // [num_threads, piece_tiles, tile_bytes] decoded tiles
+  int64_t piece_tiles;  // tiles per piece
+  int64_t tile_bytes;   // blocks * CPU_MX8_BLOCK_BYTES
 } CpuMx8Ctx;
 
 static void cpu_mx8_quantize_task(void *ctx, int64_t begin, int64_t end, int tid) {
