@@ -175,7 +175,9 @@ typedef struct {
   uint16_t *tiles;  // [num_threads, piece, w->cols] decoded MXFP4 rows (or transposed bf16
                     // rows for AMX), or NULL
   int64_t piece;    // weight rows per piece
-  bool amx;         // the rows through cpu_bf16amx.c
+  bool amx;         // the rows through cpu_bf16amx.c (which adds bias and y's values itself)
+  const float *bias;
+  bool accumulate;
   int64_t num_pieces;
 } CpuBf16Ctx;
 
@@ -200,7 +202,8 @@ static void cpu_bf16_rows_task(void *ctx, int64_t begin, int64_t end, int tid) {
       const int nm =
           c->num_rows - m0 < CPU_BF16_AMX_CHUNK ? (int)(c->num_rows - m0) : CPU_BF16_AMX_CHUNK;
       uint16_t *bt = c->tiles + (size_t)tid * (size_t)(c->piece * cols);  // [piece, cols]
-      cpu_bf16_amx_rows(w, r0, nr, c->xb + m0 * cols, nm, c->y + m0 * w->rows, (uint32_t *)bt);
+      cpu_bf16_amx_rows(w, r0, nr, c->xb + m0 * cols, nm, c->y + m0 * w->rows, c->bias,
+                        c->accumulate, (uint32_t *)bt);
       continue;
     }
     const int64_t r0 = p * c->piece, nr = w->rows - r0 < c->piece ? w->rows - r0 : c->piece;
@@ -217,16 +220,18 @@ static void cpu_bf16_rows_task(void *ctx, int64_t begin, int64_t end, int tid) {
   }
 }
 
-void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
-                     bool serial) {
+void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *bias, const float *x,
+                     int num_rows, float *y, bool accumulate, bool serial) {
   CHECK(w->format == WEIGHT_BF16 || w->format == WEIGHT_MXFP4);
   cpu_mxfp4_bf16_init();
   const int64_t rows = w->rows, cols = w->cols;
   const int num_threads = cpu_state(be)->num_threads;
-  CpuBf16Ctx c = {.w = w, .x = x, .num_rows = num_rows, .y = y};
+  CpuBf16Ctx c = {
+      .w = w, .x = x, .num_rows = num_rows, .y = y, .bias = bias, .accumulate = accumulate};
   // AMX-BF16 where it has tiles' worth of input rows; the zero rows that pad them are never
   // stored.
   c.amx = cpu_state(be)->amx_bf16 && cols % CPU_BF16_AMX_K == 0 && num_rows >= CPU_BF16_AMX_ROWS;
+  if (!c.amx) cpu_linear_prepare(y, bias, num_rows, rows, accumulate);  // the kernels add to y
   const int64_t padded_rows =
       c.amx ? (num_rows + CPU_BF16_AMX_ROWS - 1) / CPU_BF16_AMX_ROWS * CPU_BF16_AMX_ROWS : num_rows;
   c.xb = cpu_scratch(be, CPU_SCRATCH_INPUT, (size_t)padded_rows * (size_t)cols * 2);

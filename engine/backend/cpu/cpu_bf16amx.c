@@ -24,22 +24,25 @@
 
 #define AMX_DPBF16(c, a, b) _tile_dpbf16ps(c, a, b)  // float sums of bf16 pairs
 
-// y[m0 + i][col0 + j] += tile[i][j] for the input rows below num_rows and the columns below
-// num_cols (of 16): one masked 16-lane add per row.
+// y[m0 + i][col0 + j] = (y[m0 + i][col0 + j] with accumulate, else 0) + bias[col0 + j] (with a
+// bias) + tile[i][j] for the input rows below num_rows and the columns below num_cols (of 16),
+// 16 lanes at a time: (y + bias) + product, the order of cpu_linear_prepare then +=.
 #define CPU_BF16AMX_STORE(tile, m0, col0, num_cols)                                           \
   do {                                                                                        \
     AMX_STORE(tile, sums, 64);                                                                \
     const __mmask16 mask = (__mmask16)((1u << (num_cols)) - 1);                               \
+    const __m512 b = bias ? _mm512_maskz_loadu_ps(mask, bias + (col0)) : _mm512_setzero_ps(); \
     for (int i = 0; i < CPU_BF16_AMX_ROWS && (m0) + i < num_rows; i++) {                      \
       float *yr = y + ((m0) + i) * ldy + (col0);                                              \
-      _mm512_mask_storeu_ps(                                                                  \
-          yr, mask, _mm512_add_ps(_mm512_maskz_loadu_ps(mask, yr), _mm512_load_ps(sums[i]))); \
+      const __m512 old = accumulate ? _mm512_maskz_loadu_ps(mask, yr) : _mm512_setzero_ps();  \
+      _mm512_mask_storeu_ps(yr, mask,                                                         \
+                            _mm512_add_ps(_mm512_add_ps(old, b), _mm512_load_ps(sums[i])));   \
     }                                                                                         \
   } while (0)
 
 CPU_BF16AMX_TARGET void cpu_bf16_amx_rows(const WeightMatrix *w, int64_t r0, int64_t nr,
                                           const uint16_t *xb, int num_rows, float *y,
-                                          uint32_t *bt) {
+                                          const float *bias, bool accumulate, uint32_t *bt) {
   const bool mx = w->format == WEIGHT_MXFP4;
   CHECK((mx || w->format == WEIGHT_BF16) && w->cols % CPU_BF16_AMX_K == 0);
   static_assert(CPU_BF16_AMX_K == MXFP4_BLOCK_SIZE, "a tile step's columns are one MXFP4 block");

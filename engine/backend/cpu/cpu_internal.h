@@ -73,15 +73,20 @@ void *cpu_scratch(Backend *be, CpuScratchSlot slot, size_t bytes);
 // Decodes weight rows row0 .. row0 + num_rows - 1 of w to float.   out: [num_rows, w->cols]
 void cpu_decode_rows(const WeightMatrix *w, int64_t row0, int64_t num_rows, float *out);
 
+// y = bias (or 0), or y += bias with accumulate, so that a kernel can then add x W^T.
+// y: [num_rows, n], bias: [n] or NULL
+void cpu_linear_prepare(float *y, const float *bias, int num_rows, int64_t n, bool accumulate);
+
 // y += x W^T with the AVX-512 kernels (y already holds the bias or zeros), on the calling thread
 // alone when serial. cpu_q8_linear: WEIGHT_Q8 (needs avx512_vnni), or y = x W^T with overwrite
-// (y's old contents are neither read nor needed: no zeroing pass, no read of y); cpu_bf16_linear:
-// WEIGHT_BF16 and WEIGHT_MXFP4 (needs avx512_bf16).   x: [num_rows, w->cols], y: [num_rows,
-// w->rows]
+// (y's old contents are neither read nor needed: no zeroing pass, no read of y). cpu_bf16_linear,
+// WEIGHT_BF16 and WEIGHT_MXFP4 (needs avx512_bf16), is the backend's linear op itself: y = x W^T
+// + bias (bias NULL: none), or y += that with accumulate; on AMX-BF16 the bias and y's old values
+// join each result as it is stored.   x: [num_rows, w->cols], y: [num_rows, w->rows]
 void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
                    bool serial, bool overwrite);
-void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
-                     bool serial);
+void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *bias, const float *x,
+                     int num_rows, float *y, bool accumulate, bool serial);
 // The input rows of cpu_q8_linear quantized: x[m][c] ~= q[m][c] * scale[m].
 typedef struct {
   const int8_t *q;      // [num_rows rounded up to CPU_Q8_AMX_ROWS, ld] zero past cols and rows
@@ -104,16 +109,17 @@ void cpu_q8_amx_tiles(const WeightMatrix *w, int64_t t0, int64_t t1, const CpuQ8
 // on the calling thread; the caller releases the tiles (_tile_release) when done.
 void cpu_amx_configure(void);
 
-// cpu_bf16_linear's AMX-BF16 path (cpu_bf16amx.c): y[:, r0 .. r0 + nr) += xb (weight rows r0 ..
-// r0 + nr - 1 of w, WEIGHT_BF16 or WEIGHT_MXFP4)^T for input rows 0 .. num_rows - 1. Needs amx_bf16
-// (and, for MXFP4, cpu_mxfp4_bf16_init done), w->cols a
-// multiple of CPU_BF16_AMX_K, xb padded with zero rows to a multiple of CPU_BF16_AMX_ROWS, and
-// bt: [nr rounded up to 16, w->cols] bf16 of scratch (the piece's weights, transposed).
-// xb: [num_rows, w->cols] bf16, y: [num_rows, w->rows]
+// cpu_bf16_linear's AMX-BF16 path (cpu_bf16amx.c): y[:, r0 .. r0 + nr) = (y's values with
+// accumulate, else 0) + bias[r0 .. r0 + nr) (none when NULL) + xb (weight rows r0 .. r0 + nr - 1
+// of w, WEIGHT_BF16 or WEIGHT_MXFP4)^T for input rows 0 .. num_rows - 1. Needs amx_bf16 (and, for
+// MXFP4, cpu_mxfp4_bf16_init done), w->cols a multiple of CPU_BF16_AMX_K, xb padded with zero
+// rows to a multiple of CPU_BF16_AMX_ROWS, and bt: [nr rounded up to 16, w->cols] bf16 of
+// scratch (the piece's weights, transposed).   xb: [num_rows, w->cols] bf16, y: [num_rows,
+// w->rows], bias: [w->rows] or NULL
 #define CPU_BF16_AMX_ROWS 16  // input rows of a tile
 #define CPU_BF16_AMX_K 32     // columns (bf16) of a tile
 void cpu_bf16_amx_rows(const WeightMatrix *w, int64_t r0, int64_t nr, const uint16_t *xb,
-                       int num_rows, float *y, uint32_t *bt);
+                       int num_rows, float *y, const float *bias, bool accumulate, uint32_t *bt);
 // The VNNI path's epilogue for one input row and one tile of 16 weight rows (num_valid of them):
 // y[m][row0 .. row0 + 16) += (dot - corr[m]) * (wscale[.] * scale[m]).
 void cpu_q8_store(const int32_t *dot, const float *wscale, const CpuQ8Input *in, int m, float *y,

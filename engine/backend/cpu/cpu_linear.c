@@ -20,10 +20,7 @@
 // Below this many multiply-adds a linear runs on the calling thread.
 #define CPU_LINEAR_PARALLEL_MIN ((int64_t)1 << 16)
 
-// y = bias (or 0), or y += bias with accumulate, so every path can then add x W^T with beta 1.
-// y: [num_rows, n], bias: [n] or NULL
-static void cpu_linear_prepare(float *y, const float *bias, int num_rows, int64_t n,
-                               bool accumulate) {
+void cpu_linear_prepare(float *y, const float *bias, int num_rows, int64_t n, bool accumulate) {
   for (int r = 0; r < num_rows; r++) {
     float *yr = y + r * n;  // [n]
     if (!accumulate) {
@@ -112,14 +109,17 @@ void cpu_linear(Backend *be, const WeightMatrix *w, const float *bias, const flo
     cpu_q8_linear(be, w, x, num_rows, y, serial, overwrite);
     return;
   }
-  cpu_linear_prepare(y, bias, num_rows, w->rows, accumulate);
-  if (w->format == WEIGHT_MXFP4 && st->mxfp4_int8 &&
-      !(st->amx_bf16 && num_rows >= CPU_MXFP4_AMX_MIN_ROWS)) {
-    cpu_mx8_linear(be, w, x, num_rows, y, serial);
+  // MXFP4: int8 inputs (cpu_mx8.c) where the CPU has VNNI, but AMX-BF16 from
+  // CPU_MXFP4_AMX_MIN_ROWS rows where it has that.
+  const bool mx8 = w->format == WEIGHT_MXFP4 && st->mxfp4_int8 &&
+                   !(st->amx_bf16 && num_rows >= CPU_MXFP4_AMX_MIN_ROWS);
+  if ((w->format == WEIGHT_BF16 || w->format == WEIGHT_MXFP4) && st->avx512_bf16 && !mx8) {
+    cpu_bf16_linear(be, w, bias, x, num_rows, y, accumulate, serial);  // adds the bias itself
     return;
   }
-  if ((w->format == WEIGHT_BF16 || w->format == WEIGHT_MXFP4) && st->avx512_bf16) {
-    cpu_bf16_linear(be, w, x, num_rows, y, serial);
+  cpu_linear_prepare(y, bias, num_rows, w->rows, accumulate);
+  if (mx8) {
+    cpu_mx8_linear(be, w, x, num_rows, y, serial);
     return;
   }
   int64_t tile_rows = (int64_t)(CPU_LINEAR_TILE_BYTES / ((size_t)cols * sizeof(float)));

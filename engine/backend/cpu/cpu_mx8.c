@@ -213,8 +213,10 @@ CPU_MX8_TARGET static void cpu_mx8_dispatch(const uint8_t *tiles, int64_t tile_b
                                             int64_t row0, int64_t num_valid, int rz, int mt) {
   switch (rz * 16 + mt) {
     CPU_MX8_CASE(1, 1)
-    CPU_MX8_CASE(1, 2) CPU_MX8_CASE(1, 3) CPU_MX8_CASE(1, 4) CPU_MX8_CASE(2, 1) CPU_MX8_CASE(2, 2)
-        CPU_MX8_CASE(2, 3) CPU_MX8_CASE(2, 4) CPU_MX8_CASE(4, 1)
+    CPU_MX8_CASE(1, 2)
+    CPU_MX8_CASE(1, 3)
+    CPU_MX8_CASE(1, 4) CPU_MX8_CASE(2, 1) CPU_MX8_CASE(2, 2) CPU_MX8_CASE(2, 3) CPU_MX8_CASE(2, 4)
+        CPU_MX8_CASE(4, 1)
   }
   CHECK(!"unsupported mx8 register block");
 }

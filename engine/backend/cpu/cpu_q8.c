@@ -121,9 +121,11 @@ CPU_Q8_TARGET static void cpu_q8_dispatch(const uint8_t *w, int64_t groups, cons
     CPU_Q8_CASE(1, 2)
     CPU_Q8_CASE(1, 3)
     CPU_Q8_CASE(1, 4)
-    CPU_Q8_CASE(1, 5) CPU_Q8_CASE(1, 6) CPU_Q8_CASE(1, 7) CPU_Q8_CASE(1, 8) CPU_Q8_CASE(2, 1)
-        CPU_Q8_CASE(2, 2) CPU_Q8_CASE(2, 3) CPU_Q8_CASE(2, 4) CPU_Q8_CASE(2, 5) CPU_Q8_CASE(2, 6)
-            CPU_Q8_CASE(2, 7) CPU_Q8_CASE(2, 8) CPU_Q8_CASE(4, 1)
+    CPU_Q8_CASE(1, 5)
+    CPU_Q8_CASE(1, 6)
+    CPU_Q8_CASE(1, 7) CPU_Q8_CASE(1, 8) CPU_Q8_CASE(2, 1) CPU_Q8_CASE(2, 2) CPU_Q8_CASE(2, 3)
+        CPU_Q8_CASE(2, 4) CPU_Q8_CASE(2, 5) CPU_Q8_CASE(2, 6) CPU_Q8_CASE(2, 7) CPU_Q8_CASE(2, 8)
+            CPU_Q8_CASE(4, 1)
   }
   CHECK(!"unsupported q8 register block");
 }
