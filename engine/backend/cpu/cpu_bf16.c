@@ -26,9 +26,11 @@
 #define CPU_BF16_TILE_BYTES ((size_t)64 << 10)
 #define CPU_BF16_CHUNK 64             // input rows per pass over a tile (L1/L2-sized)
 #define CPU_BF16_PIECES_PER_THREAD 8  // pieces of the weight rows handed out per thread
-// AMX: input rows per task (a multiple of 2 x CPU_BF16_AMX_ROWS), so that a piece's transposed
-// weights serve 256 rows and the rows' chunk stays in L2 across the pieces of a chunk.
-#define CPU_BF16_AMX_CHUNK 256
+// AMX: input rows per task, a multiple of 2 x CPU_BF16_AMX_ROWS: as many as fit
+// CPU_BF16_AMX_CHUNK_BYTES of bf16 (the chunk stays in L2 across the pieces it meets), at least
+// CPU_BF16_AMX_MIN_CHUNK (a piece's transposed weights serve that many rows at least).
+#define CPU_BF16_AMX_CHUNK_BYTES ((size_t)1 << 20)
+#define CPU_BF16_AMX_MIN_CHUNK 256
 // Up to this many input rows MXFP4 blocks are decoded in registers as the kernel reads them;
 // above, a tile is decoded once for all the rows (one thread, a 1024 x 512 expert: 1 row 11 us
 // fused, 17 us tiled; 4 rows 17 and 22 us; 16 rows 65 and 57 us).
@@ -179,6 +181,7 @@ typedef struct {
   const float *bias;
   bool accumulate;
   int64_t num_pieces;
+  int64_t chunk;  // AMX: input rows per task
 } CpuBf16Ctx;
 
 static void cpu_bf16_round_task(void *ctx, int64_t begin, int64_t end, int tid) {
@@ -197,10 +200,9 @@ static void cpu_bf16_rows_task(void *ctx, int64_t begin, int64_t end, int tid) {
   const int64_t cols = w->cols;
   for (int64_t p = begin; p < end; p++) {
     if (c->amx) {  // task p: piece p % num_pieces of input chunk p / num_pieces
-      const int64_t r0 = p % c->num_pieces * c->piece, m0 = p / c->num_pieces * CPU_BF16_AMX_CHUNK;
+      const int64_t r0 = p % c->num_pieces * c->piece, m0 = p / c->num_pieces * c->chunk;
       const int64_t nr = w->rows - r0 < c->piece ? w->rows - r0 : c->piece;
-      const int nm =
-          c->num_rows - m0 < CPU_BF16_AMX_CHUNK ? (int)(c->num_rows - m0) : CPU_BF16_AMX_CHUNK;
+      const int nm = c->num_rows - m0 < c->chunk ? (int)(c->num_rows - m0) : (int)c->chunk;
       uint16_t *bt = c->tiles + (size_t)tid * (size_t)(c->piece * cols);  // [piece, cols]
       cpu_bf16_amx_rows(w, r0, nr, c->xb + m0 * cols, nm, c->y + m0 * w->rows, c->bias,
                         c->accumulate, (uint32_t *)bt);
@@ -247,9 +249,10 @@ void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *bias, cons
     c.tiles =
         cpu_scratch(be, CPU_SCRATCH_DECODE, (size_t)num_threads * (size_t)(c.piece * cols) * 2);
   c.num_pieces = (rows + c.piece - 1) / c.piece;
+  c.chunk = (int64_t)(CPU_BF16_AMX_CHUNK_BYTES / ((size_t)cols * 2)) / 32 * 32;
+  c.chunk = c.chunk < CPU_BF16_AMX_MIN_CHUNK ? CPU_BF16_AMX_MIN_CHUNK : c.chunk;
   // AMX tasks: every piece of the first chunk of input rows, then of the next, ...
-  const int64_t num_tasks =
-      c.num_pieces * (c.amx ? (num_rows + CPU_BF16_AMX_CHUNK - 1) / CPU_BF16_AMX_CHUNK : 1);
+  const int64_t num_tasks = c.num_pieces * (c.amx ? (num_rows + c.chunk - 1) / c.chunk : 1);
   cpu_parallel(be, num_rows, serial ? num_rows : cpu_grain(be, num_rows, cols, 1 << 14),
                cpu_bf16_round_task, &c);
   cpu_parallel(be, num_tasks, serial ? num_tasks : 1, cpu_bf16_rows_task, &c);
