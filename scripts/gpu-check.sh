@@ -22,6 +22,11 @@
 #                the measured copy bandwidth and cuBLAS bf16 rate; then, where the stage has a
 #                baseline (gpu-stage.sh's GPU_STAGE_BASELINE), its bench_cuda_kernels
 #                (kernels-baseline.log) and the two tables side by side (kernels-ab.txt)
+#   5b ncu       only when GPU_CHECK_STEPS names it: Nsight Compute's full set (clocks left
+#                alone) on GPU_CHECK_NCU_COUNT (2) launches of the kernels matching the regex
+#                GPU_CHECK_NCU_KERNEL (mxfp4) in `bench_cuda_kernels 1 GPU_CHECK_NCU_SHAPE`
+#                (moe.gpt-oss-120b.e128.t1024: its figures alone), the text report in ncu.log;
+#                "n/a" (not a failure) where the machine has no ncu or its counters are refused
 #   6 serve      `gptoss-engine serve openai/gpt-oss-20b --load-format dummy --device cuda` in
 #                each of GPU_CHECK_SERVE_MODES (sync: the defaults; async: --async-scheduling;
 #                host-sampling: GPTOSS_HOST_SAMPLING=1, for what device sampling saves;
@@ -39,7 +44,8 @@
 #        GPU_CHECK_SERVE_MODES ("sync async host-sampling"), GPU_CHECK_SERVE_MODEL
 #        (openai/gpt-oss-20b), GPU_CHECK_WORKLOADS ("random sharegpt"), GPU_CHECK_BENCH_S (150:
 #        the most seconds one `gptoss-bench bench` run may take), GPU_CHECK_STEPS ("device ops golden sampling kernels serve": run
-#        only these), and gpu-stage.sh's BUILD_ROOT, CUDA
+#        only these; add ncu for the profiler), GPU_CHECK_NCU_KERNEL, GPU_CHECK_NCU_SHAPE,
+#        GPU_CHECK_NCU_COUNT (step 5b), and gpu-stage.sh's BUILD_ROOT, CUDA
 set -uo pipefail
 out=${1:?usage: scripts/gpu-check.sh OUTDIR}
 mkdir -p "$out"
@@ -290,6 +296,31 @@ if wants kernels && may_start kernels 60 gpu && kernels_run kernels "$bin/bench_
          printf "%-48s %12s %12s %8.3f\n", $1, base[$1], $2, base[$1] != 0 ? $2 / base[$1] : 0 }' \
     "$out/kernels-baseline.log" "$out/kernels.log" > "$out/kernels-ab.txt"
   echo "gpu-check: kernels-ab.txt: every figure of the baseline and this build, with the ratio"
+fi
+
+# 5b ncu --------------------------------------------------------------------------------------
+if wants ncu && may_start ncu 60 gpu; then
+  ncu_bin=$(command -v ncu)
+  for f in /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu; do
+    [ -z "$ncu_bin" ] && [ -x "$f" ] && ncu_bin=$f
+  done
+  if [ -z "$ncu_bin" ]; then
+    record ncu n/a "no ncu here (PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-compute)"
+  else
+    timeout "$(left 200)" "$ncu_bin" --clock-control none --set full --import-source no \
+      --kernel-name "regex:${GPU_CHECK_NCU_KERNEL:-mxfp4}" --launch-count "${GPU_CHECK_NCU_COUNT:-2}" \
+      "$bin/bench_cuda_kernels" 1 "${GPU_CHECK_NCU_SHAPE:-moe.gpt-oss-120b.e128.t1024}" \
+      > "$out/ncu.log" 2>&1
+    rc=$?
+    profiled=$(grep -c '^==PROF== Profiling' "$out/ncu.log")
+    if [ "$rc" -eq 124 ]; then
+      record ncu "partial (time)" "$profiled kernels profiled before the time ran out (ncu.log)"
+    elif [ "$rc" -ne 0 ] || [ "$profiled" -eq 0 ]; then
+      record ncu n/a "rc $rc, no kernel profiled: $(grep -m1 -iE 'error|fail' "$out/ncu.log")"
+    else
+      record ncu PASS "$profiled kernels profiled (ncu.log)"
+    fi
+  fi
 fi
 
 # 6 serve -------------------------------------------------------------------------------------

@@ -7,10 +7,12 @@
 // weights; the visible K/V) and TFLOP/s, each as a share of its reference. Prints one
 // "cuda.<name> value" line per figure, then a table. Times only the ops (after one untimed
 // call); checks nothing (test_cuda_ops does). Without a device it prints
-// "skipped: no CUDA device" and exits 0.
+// "skipped: no CUDA device" and exits 0. With FILTER, only the MoE and attention figures whose
+// name holds it run (the references always do): one shape for a profiler, say.
 //
-//   bench_cuda_kernels [REPS]     (REPS default 10)
+//   bench_cuda_kernels [REPS [FILTER]]     (REPS default 10; e.g. 1 moe.gpt-oss-120b.e128.t1024)
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,9 @@
 #include "model/bf16.h"
 
 static int g_reps = 10;
+static const char *g_filter;  // NULL: every figure
+
+static bool wanted(const char *name) { return !g_filter || strstr(name, g_filter); }
 static double g_copy_gbs, g_bf16_tflops;  // the references
 
 typedef void (*BenchOp)(void *ctx);
@@ -155,7 +160,23 @@ static int distinct_experts(Backend *cpu, const LayerWeights *L, const GptOssCon
   return n;
 }
 
+#define BENCH_MOE_SHAPES 6
+static const int BENCH_MOE_TOKENS[BENCH_MOE_SHAPES] = {1, 16, 64, 256, 1024, 4096};
+
+// "moe.<model without its org>.e<experts>.t<tokens>"
+static void moe_name(char *name, size_t size, const char *model, int experts, int tokens) {
+  snprintf(name, size, "moe.%s.e%d.t%d", strchr(model, '/') ? strchr(model, '/') + 1 : model,
+           experts, tokens);
+}
+
 static void bench_moe(Backend *gpu, Backend *cpu, const char *model, int num_experts) {
+  bool any = false;  // of this model's shapes (else its weights need not be made)
+  for (int i = 0; i < BENCH_MOE_SHAPES; i++) {
+    char name[96];
+    moe_name(name, sizeof name, model, num_experts, BENCH_MOE_TOKENS[i]);
+    any = any || wanted(name);
+  }
+  if (!any) return;
   GptOssConfig c;
   if (!config_preset(model, &c)) die("bench_cuda_kernels: no preset %s", model);
   c.num_layers = 1;
@@ -182,9 +203,11 @@ static void bench_moe(Backend *gpu, Backend *cpu, const char *model, int num_exp
   upload(gpu, &host, &dev);
   const double expert_bytes = (double)(n1 + n2) / 2 + (double)(n1 + n2) / 32;
 
-  const int tokens[] = {1, 16, 64, 256, 1024, 4096};
-  for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
-    const int T = tokens[i];
+  for (int i = 0; i < BENCH_MOE_SHAPES; i++) {
+    const int T = BENCH_MOE_TOKENS[i];
+    char name[96];
+    moe_name(name, sizeof name, model, E, T);
+    if (!wanted(name)) continue;
     float *xh = host_floats((size_t)T * H, 1.0f);
     const int used = distinct_experts(cpu, &L, &c, xh, T);
     MoeCtx m = {gpu, {&c, &dev.layers[0], NULL, T, 0, E, NULL, NULL}};
@@ -196,9 +219,6 @@ static void bench_moe(Backend *gpu, Backend *cpu, const char *model, int num_exp
     const double bytes = used * expert_bytes + (double)T * H * 4 * 3;
     const double flops =
         (double)T * c.experts_per_token * 2.0 * ((double)n1 + n2) + 2.0 * T * E * H;
-    char name[96];
-    snprintf(name, sizeof name, "moe.%s.e%d.t%d",
-             strchr(model, '/') ? strchr(model, '/') + 1 : model, E, T);
     printf(
         "%-40s %9.1f us %8.0f GB/s (%3.0f%% of copy) %7.1f TFLOP/s (%3.0f%% of bf16 GEMM), %d "
         "experts used\n",
@@ -233,6 +253,7 @@ static void attn_op(void *ctx) {
 // (1: decode; ctx_len: a prefill from scratch), in contiguous blocks of 16.
 static void bench_attention(Backend *gpu, const char *label, int num_seqs, int ctx_len, int fresh,
                             int window) {
+  if (!wanted(label)) return;
   const int heads = 64, kv_heads = 8, hd = 64, bs = 16, kv_dim = kv_heads * hd;
   const int blocks_per_seq = (ctx_len + bs - 1) / bs, T = num_seqs * fresh;
   KvCache kv = {.backend = gpu,
@@ -289,6 +310,7 @@ static void bench_attention(Backend *gpu, const char *label, int num_seqs, int c
 
 int main(int argc, char **argv) {
   if (argc > 1) g_reps = atoi(argv[1]) > 0 ? atoi(argv[1]) : g_reps;
+  if (argc > 2) g_filter = argv[2];
   if (cuda_device_count() == 0) {
     printf("skipped: no CUDA device\n");
     return 0;
