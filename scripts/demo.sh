@@ -31,6 +31,6 @@ echo "== demo 3/3: gptoss-bench sweep configs/cpu.ini: the study's shape on the 
 echo "-- baseline, async scheduling, a batched-token budget, -tp 2 and FLASHINFER (both recorded as"
 echo "   failed with their error line); ShareGPT-format and random workloads; about 3 minutes on 2 cores"
 "$bench" sweep configs/cpu.ini
-run=$(ls -d results/cpu-*Z | tail -1)
+for run in results/cpu-[0-9]*Z; do :; done  # this sweep's newest run (not cpu-peers-...)
 echo "-- $run/summary.md:"
 sed 's/^/   /' "$run/summary.md"
