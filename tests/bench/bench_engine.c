@@ -12,10 +12,11 @@
 // streaming read bandwidth of the threads in use: the higher of a parallel read (BENCH_STREAMS
 // streams a thread) of a buffer of that many bytes, read again and again as decode reads its
 // working set (on a CPU with a large L3 cache part of it stays there, for decode as for this
-// read), and the linear op's read of the unembedding for one input row (on the AMX VM it reads
-// 1.7x faster than the probe: the floor must not be one the engine's own kernel beats). The
-// probe over BENCH_STREAM_BYTES (past any cache) is printed beside them. Each the best of
-// several runs.
+// read), and the linear op's read of the unembedding for one input row (the floor must not be
+// one the engine's own kernel beats). The probe over BENCH_STREAM_BYTES (past any cache) is
+// printed beside them. Each the median of several reads: on a shared machine the best read is
+// the one that found its data in cache (on the AMX VM the unembedding's best read of 20 was 2x
+// their mean).
 // Prints "name value" lines; times forward calls and sampling only
 // (never loading or setup) and checks nothing (tests/engine does).
 //
@@ -206,6 +207,16 @@ static void sample_rows(const float *logits, int num_seqs, int vocab, uint32_t *
 
 static double gflops(double macs, double secs) { return 2.0 * macs / secs / 1e9; }
 
+static int cmp_double(const void *x, const void *y) {
+  const double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 // Sum of the piece's words, read as BENCH_STREAMS side-by-side streams (several streams a thread,
 // as the matrix kernels read weight rows, keep more of the memory's prefetching busy than one):
 // 64-byte vectors, so that the AVX-512 clone reads whole lines per load.
@@ -222,25 +233,24 @@ __attribute__((target_clones("avx512f", "default"))) static uint64_t read_piece(
 }
 
 // GB/s of reading `bytes` (rounded down to whole pieces) with num_threads OpenMP threads, the
-// best of BENCH_STREAM_REPS reads after one that faults the pages in.
+// median of BENCH_STREAM_REPS reads after one that faults the pages in.
 static double stream_read_gbs(size_t bytes, int num_threads) {
   const size_t n = bytes / sizeof(BenchWords) / BENCH_PIECE_WORDS * BENCH_PIECE_WORDS;
   CHECK(n > 0);
   BenchWords *buf = aligned_alloc(sizeof(BenchWords), n * sizeof *buf);
   CHECK(buf != NULL);
   memset(buf, 1, n * sizeof *buf);
-  double best = 0;
+  double gbs[BENCH_STREAM_REPS + 1];
   uint64_t total = 0;
   for (int rep = 0; rep <= BENCH_STREAM_REPS; rep++) {
     const int64_t t0 = clock_now_ns();
 #pragma omp parallel for num_threads(num_threads) schedule(static) reduction(+ : total)
     for (size_t i = 0; i < n; i += BENCH_PIECE_WORDS) total += read_piece(buf + i);
-    const double gbs = (double)(n * sizeof *buf) / (double)(clock_now_ns() - t0);
-    if (rep > 0 && gbs > best) best = gbs;
+    gbs[rep] = (double)(n * sizeof *buf) / (double)(clock_now_ns() - t0);
   }
   free(buf);
   CHECK(total != 0);  // keeps the reads
-  return best;
+  return median(gbs + 1, BENCH_STREAM_REPS);
 }
 
 // Bytes one decode token at batch 1 reads at context `keys` (see the header).
@@ -310,16 +320,6 @@ static RunResult bench_run(Model *m, const BenchOptions *o, int B, int gen_len, 
   return r;
 }
 
-static int cmp_double(const void *x, const void *y) {
-  const double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static double total_macs(const MacCount *m) { return m->layers + m->attention + m->unembedding; }
 
 // o->runs runs at batch B; prints b<B>.* lines: tokens/s of the fastest run and the median run
@@ -352,8 +352,12 @@ static void bench_batch(Model *m, const BenchOptions *o, int B, BatchArrays *a, 
   fflush(stdout);
 }
 
-// Seconds of be->linear(w) on rows input rows: the best of reps timed calls after a warm-up.
-static double linear_seconds(Backend *be, const WeightMatrix *w, int rows, int reps) {
+// Seconds of be->linear(w) on rows input rows: the best of reps (at most BENCH_MAX_RUNS) timed
+// calls after a warm-up, and their median into *median_s when it is not NULL.
+static double linear_seconds(Backend *be, const WeightMatrix *w, int rows, int reps,
+                             double *median_s) {
+  double secs[BENCH_MAX_RUNS];
+  CHECK(reps <= BENCH_MAX_RUNS);
   float *x = xmalloc((size_t)rows * w->cols * sizeof *x);  // [rows, cols]
   float *y = xmalloc((size_t)rows * w->rows * sizeof *y);  // [rows, w->rows]
   for (int64_t i = 0; i < rows * w->cols; i++) x[i] = (float)(i % 13) * 0.0625f - 0.375f;
@@ -362,9 +366,10 @@ static double linear_seconds(Backend *be, const WeightMatrix *w, int rows, int r
   for (int r = 0; r < reps; r++) {
     int64_t t0 = clock_now_ns();
     be->linear(be, w, NULL, x, rows, y, false);
-    double t = (double)(clock_now_ns() - t0) / 1e9;
-    if (t < best) best = t;
+    secs[r] = (double)(clock_now_ns() - t0) / 1e9;
+    if (secs[r] < best) best = secs[r];
   }
+  if (median_s) *median_s = median(secs, reps);
   free(x);
   free(y);
   return best;
@@ -373,7 +378,7 @@ static double linear_seconds(Backend *be, const WeightMatrix *w, int rows, int r
 // GFLOP/s of be->linear(w) on rows input rows (linear_seconds).
 static double linear_gflops(Backend *be, const WeightMatrix *w, int rows, int reps) {
   return gflops((double)rows * (double)w->rows * (double)w->cols,
-                linear_seconds(be, w, rows, reps));
+                linear_seconds(be, w, rows, reps, NULL));
 }
 
 // The ceiling lines; returns the highest rate measured (the denominator of *_of_ceiling).
@@ -450,10 +455,11 @@ int main(int argc, char **argv) {
   printf("layer_macs_per_token %.0f\n", layer_macs_per_token(c));
   printf("unembedding_macs_per_token %.0f\n", (double)c->hidden_size * c->vocab_size);
   const double ceiling = bench_ceiling(be, &w, &o);
-  // The unembedding's weights read by the linear op for one row: a stream the cores in use
-  // achieve on real weights, which the probes above may not reach.
-  const double unembedding_gbs = (double)weight_matrix_bytes(&w.unembedding) /
-                                 linear_seconds(be, &w.unembedding, 1, 20) * 1e-9;
+  // The unembedding's weights read by the linear op for one row (the median of 20 reads): a
+  // stream the cores in use achieve on real weights, which the probe may not reach.
+  double unembedding_s;
+  linear_seconds(be, &w.unembedding, 1, 20, &unembedding_s);
+  const double unembedding_gbs = (double)weight_matrix_bytes(&w.unembedding) / unembedding_s * 1e-9;
   const double floor_gbs = read_gbs > unembedding_gbs ? read_gbs : unembedding_gbs;
   printf("bandwidth.decode_bytes_per_token %.0f\n", bytes);
   printf("bandwidth.read_gbs %.2f\n", read_gbs);
