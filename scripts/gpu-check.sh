@@ -26,7 +26,8 @@
 #                alone) on GPU_CHECK_NCU_COUNT (2) launches of the kernels matching the regex
 #                GPU_CHECK_NCU_KERNEL (mxfp4) in `bench_cuda_kernels 1 GPU_CHECK_NCU_SHAPE`
 #                (moe.gpt-oss-120b.e128.t1024: its figures alone), the text report in ncu.log;
-#                "n/a" (not a failure) where the machine has no ncu or its counters are refused
+#                "n/a" (not a failure) where the machine has no ncu or it profiles nothing
+#                (counters refused); FAIL when the benchmark fails under it
 #   6 serve      `gptoss-engine serve openai/gpt-oss-20b --load-format dummy --device cuda` in
 #                each of GPU_CHECK_SERVE_MODES (sync: the defaults; async: --async-scheduling;
 #                host-sampling: GPTOSS_HOST_SAMPLING=1, for what device sampling saves;
@@ -315,8 +316,10 @@ if wants ncu && may_start ncu 60 gpu; then
     profiled=$(grep -c '^==PROF== Profiling' "$out/ncu.log")
     if [ "$rc" -eq 124 ]; then
       record ncu "partial (time)" "$profiled kernels profiled before the time ran out (ncu.log)"
-    elif [ "$rc" -ne 0 ] || [ "$profiled" -eq 0 ]; then
+    elif [ "$profiled" -eq 0 ]; then  # ncu could not profile here (counters refused, say)
       record ncu n/a "rc $rc, no kernel profiled: $(grep -m1 -iE 'error|fail' "$out/ncu.log")"
+    elif [ "$rc" -ne 0 ]; then
+      record ncu FAIL "rc $rc after $profiled kernels were profiled (see ncu.log)"
     else
       record ncu PASS "$profiled kernels profiled (ncu.log)"
     fi

@@ -252,9 +252,9 @@ static void test_linear_bf16(void **state) {
   // Up to 2 rows decode row by row; more go through decoded tiles (several at 4096 columns).
   // From 16 input rows and columns a multiple of 32, AMX-BF16 where the CPU has it: one and two
   // row blocks of 16, one and two groups of 16 weight rows, partial ones, several pieces.
-  const int shapes[][3] = {{1, 1, 1},     {1, 7, 5},      {3, 17, 33},    {4, 9, 64},
-                           {5, 9, 7},     {37, 70, 96},   {6, 300, 4096}, {16, 16, 32},
-                           {33, 47, 128}, {64, 100, 512}, {20, 300, 2880}};
+  const int shapes[][3] = {{1, 1, 1},     {1, 7, 5},      {3, 17, 33},     {4, 9, 64},
+                           {5, 9, 7},     {37, 70, 96},   {6, 300, 4096},  {16, 16, 32},
+                           {33, 47, 128}, {64, 100, 512}, {20, 300, 2880}, {300, 48, 2880}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int v = 0; v < 4; v++)
       check_linear(be, WEIGHT_BF16, shapes[i][0], shapes[i][1], shapes[i][2], v & 1, v & 2,
@@ -263,10 +263,12 @@ static void test_linear_bf16(void **state) {
 
 static void test_linear_mxfp4(void **state) {
   Backend *be = *state;
-  // From CPU_MXFP4_AMX_MIN_ROWS input rows, AMX-BF16 where the CPU has it (the last three).
-  const int shapes[][3] = {{1, 1, 32},     {1, 5, 64},   {3, 9, 96},   {4, 33, 32},   {6, 33, 128},
-                           {7, 200, 4096}, {7, 64, 64},  {13, 64, 64}, {5, 64, 32},   {1, 64, 32},
-                           {2, 64, 64},    {64, 16, 32}, {65, 33, 96}, {300, 40, 512}};
+  // From CPU_MXFP4_AMX_MIN_ROWS input rows, AMX-BF16 where the CPU has it (the last four; the
+  // last in two chunks of input rows, 256 and 44).
+  const int shapes[][3] = {{1, 1, 32},   {1, 5, 64},     {3, 9, 96},     {4, 33, 32},
+                           {6, 33, 128}, {7, 200, 4096}, {7, 64, 64},    {13, 64, 64},
+                           {5, 64, 32},  {1, 64, 32},    {2, 64, 64},    {64, 16, 32},
+                           {65, 33, 96}, {300, 40, 512}, {300, 48, 2880}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int v = 0; v < 4; v++)
       check_linear(be, WEIGHT_MXFP4, shapes[i][0], shapes[i][1], shapes[i][2], v & 1, v & 2,
@@ -292,19 +294,29 @@ static void test_linear_q8(void **state) {
 // Runs format f's products at each shape {input rows, weight rows, columns} on a backend with
 // AMX (the default) and one without (GPTOSS_CPU_AMX=0, as on a CPU without it), from the same
 // random bias and y (accumulate at every other shape). exact: bit for bit; else within float32
-// rounding of sums of |terms| <= 1 (1e-5 per column). Prints "skipped" where uses_amx says the
-// default backend has no AMX for f (this CPU has none, or Linux refused its tiles).
+// rounding of sums of |terms| <= 1 (1e-5 per column); no bias at every third shape. Prints
+// "skipped" where uses_amx says the default backend has no AMX for f (this CPU has none, or
+// Linux refused its tiles).
 static void check_amx_against_plain(WeightFormat f, bool (*uses_amx)(Backend *),
                                     const int (*shapes)[3], size_t num_shapes, uint64_t seed,
                                     bool exact, const char *what) {
   if (!g_fast) return;  // the portable group has neither
-  // MXFP4: both backends on bf16 inputs (cpu_mx8.c's int8 inputs would differ by more)
+  // MXFP4: both backends on bf16 inputs (cpu_mx8.c's int8 inputs would differ by more). The
+  // user's own settings of both variables are put back afterwards.
+  char *user_mxfp4 = getenv("GPTOSS_CPU_MXFP4"), *user_amx = getenv("GPTOSS_CPU_AMX");
+  user_mxfp4 = user_mxfp4 ? strdup(user_mxfp4) : NULL;
+  user_amx = user_amx ? strdup(user_amx) : NULL;
   if (f == WEIGHT_MXFP4) setenv("GPTOSS_CPU_MXFP4", "bf16", 1);
   setenv("GPTOSS_CPU_AMX", "0", 1);
   Backend *plain = cpu_backend_create(2);
   unsetenv("GPTOSS_CPU_AMX");
   Backend *amx = cpu_backend_create(2);
-  unsetenv("GPTOSS_CPU_MXFP4");
+  if (user_mxfp4)
+    setenv("GPTOSS_CPU_MXFP4", user_mxfp4, 1);
+  else
+    unsetenv("GPTOSS_CPU_MXFP4");
+  if (user_amx) setenv("GPTOSS_CPU_AMX", user_amx, 1);
+  free(user_mxfp4), free(user_amx);
   assert_false(uses_amx(plain));
   if (!uses_amx(amx)) {
     print_message("# skipped: no %s (this CPU has none, or Linux refused its tiles)\n", what);
@@ -319,8 +331,9 @@ static void check_amx_against_plain(WeightFormat f, bool (*uses_amx)(Backend *),
       float *ya = random_floats(&r, (size_t)(m * rows), 1.0f);
       float *yp = xmalloc((size_t)(m * rows) * sizeof(float));
       memcpy(yp, ya, (size_t)(m * rows) * sizeof(float));
-      amx->linear(amx, &w.m, bias, x, m, ya, i % 2 == 1);
-      plain->linear(plain, &w.m, bias, x, m, yp, i % 2 == 1);
+      const float *b = i % 3 == 2 ? NULL : bias;
+      amx->linear(amx, &w.m, b, x, m, ya, i % 2 == 1);
+      plain->linear(plain, &w.m, b, x, m, yp, i % 2 == 1);
       if (exact)
         assert_memory_equal(ya, yp, (size_t)(m * rows) * sizeof(float));
       else
@@ -360,7 +373,9 @@ static void test_linear_bf16_amx_near_avx512(void **state) {
 // rounding of the AVX-512 BF16 kernel on the same rounded inputs.
 static void test_linear_mxfp4_amx_near_avx512(void **state) {
   (void)state;
-  const int shapes[][3] = {{16, 16, 32}, {31, 33, 64}, {64, 200, 2880}, {300, 48, 512}};
+  // The last two in two chunks of input rows (256 + 44 at 2880 columns; 512 + 88 at 1024).
+  const int shapes[][3] = {{16, 16, 32},   {31, 33, 64},    {64, 200, 2880},
+                           {300, 48, 512}, {300, 48, 2880}, {600, 40, 1024}};
   check_amx_against_plain(WEIGHT_MXFP4, cpu_backend_uses_amx_bf16, shapes,
                           sizeof shapes / sizeof shapes[0], 1450, false, "AMX-BF16 (MXFP4)");
 }

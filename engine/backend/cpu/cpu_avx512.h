@@ -1,7 +1,8 @@
 // cpu_avx512.h: small AVX-512 helpers the CPU backend's kernels share (a vector exp, lane sums,
 // a 16x16 transpose, an MXFP4 block decoded to bf16), as static inline functions compiled for
-// AVX-512 by target attributes, so only code that runs after the backend's CPU check may call them.
-// Not for use outside engine/backend/cpu; no state.
+// AVX-512 by target attributes, so only code that runs after the backend's CPU check may call
+// them. Not for use outside engine/backend/cpu. Their one state is the MXFP4 table, which
+// cpu_bf16.c owns and fills once.
 #ifndef GE_BACKEND_CPU_CPU_AVX512_H
 #define GE_BACKEND_CPU_CPU_AVX512_H
 

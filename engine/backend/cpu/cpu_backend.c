@@ -98,7 +98,9 @@ static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
   st->amx_bf16 = st->amx_int8 && st->avx512_bf16 && cpu_amx_bf16_present();
   const char *mxfp4 = getenv("GPTOSS_CPU_MXFP4");
   if (mxfp4 && *mxfp4 && strcmp(mxfp4, "int8") != 0 && strcmp(mxfp4, "bf16") != 0)
-    die("GPTOSS_CPU_MXFP4='%s': int8 (the default where the CPU has AVX512_VNNI) or bf16", mxfp4);
+    die("GPTOSS_CPU_MXFP4='%s': int8 (the default where the CPU has AVX512_VNNI; AMX-BF16 from "
+        "%d input rows where it has that) or bf16",
+        mxfp4, CPU_MXFP4_AMX_MIN_ROWS);
   st->mxfp4_int8 = st->avx512_vnni && !(mxfp4 && strcmp(mxfp4, "bf16") == 0);
   // The ops split matrix products across the pool's threads and call OpenBLAS from each of them,
   // single-threaded: two pools of spinning threads on the same cores would fight.

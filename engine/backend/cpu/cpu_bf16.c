@@ -1,14 +1,14 @@
-// cpu_bf16.c: y += x W^T for WEIGHT_BF16 and WEIGHT_MXFP4 weights with AVX-512 BF16
-// (vdpbf16ps: 32 bf16 products per instruction, float32 sums). The input rows are rounded to
-// bf16 once per call. BF16 weights are multiplied where they lie; MXFP4 weights are decoded to
-// bf16 (exactly: every e2m1 value times a power of two is a bf16) through a 16-entry bf16 table
-// per scale byte, one vpermw per 32 values: in registers as the kernel reads them for a few
-// input rows, a tile of rows at a time into cache (decoded once for all the rows) for more.
-// The kernel keeps 16 accumulators (weight rows x input rows: 16x1, 8x2 or 4x4) over the
-// columns and sums each one's lanes with a shuffle tree at the end. Compiled for AVX-512 with
-// target attributes: cpu_linear calls it only when the CPU has AVX512_BF16. With AMX-BF16 and at
-// least 16 input rows, both formats go through cpu_bf16amx.c instead. Reads the weights, writes
-// only y and its scratch.
+// cpu_bf16.c: y = x W^T + bias (or y += that) for WEIGHT_BF16 and WEIGHT_MXFP4 weights with
+// AVX-512 BF16 (vdpbf16ps: 32 bf16 products per instruction, float32 sums). The input rows are
+// rounded to bf16 once per call. BF16 weights are multiplied where they lie; MXFP4 weights are
+// decoded to bf16 (exactly: every e2m1 value times a power of two is a bf16) through a 16-entry
+// bf16 table per scale byte, one vpermw per 32 values: in registers as the kernel reads them for a
+// few input rows, a tile of rows at a time into cache (decoded once for all the rows) for more. The
+// kernel keeps 16 accumulators (weight rows x input rows: 16x1, 8x2 or 4x4) over the columns and
+// sums each one's lanes with a shuffle tree at the end. Compiled for AVX-512 with target
+// attributes: cpu_linear calls it only when the CPU has AVX512_BF16. With AMX-BF16 and at least 16
+// input rows, both formats go through cpu_bf16amx.c instead. Reads the weights, writes only y and
+// its scratch.
 #include <immintrin.h>
 #include <pthread.h>
 #include <string.h>
@@ -191,9 +191,11 @@ static void cpu_bf16_round_task(void *ctx, int64_t begin, int64_t end, int tid) 
     cpu_bf16_round_row(c->x + m * c->w->cols, c->w->cols, c->xb + m * c->w->cols);
 }
 
-// Pieces begin .. end - 1 of piece weight rows each. MXFP4 rows are decoded as they are read
-// for up to CPU_BF16_FUSED_MAX_ROWS input rows, else into the thread's tile first (decoded once
-// for all the input rows).
+// Tasks begin .. end - 1. On AMX, task p is piece p % num_pieces of the weight rows for input
+// chunk p / num_pieces (cpu_bf16amx.c transposes the piece, decoding MXFP4 as it goes, and
+// stores with the bias). Otherwise task p is piece p for every input row: MXFP4 rows are
+// decoded as they are read for up to CPU_BF16_FUSED_MAX_ROWS input rows, else into the thread's
+// tile first (decoded once for all the input rows).
 static void cpu_bf16_rows_task(void *ctx, int64_t begin, int64_t end, int tid) {
   const CpuBf16Ctx *c = ctx;
   const WeightMatrix *w = c->w;

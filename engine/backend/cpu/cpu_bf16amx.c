@@ -1,6 +1,7 @@
-// cpu_bf16amx.c: y += x W^T for WEIGHT_BF16 and WEIGHT_MXFP4 weights on AMX-BF16 tiles (Sapphire
-// Rapids and later), cpu_bf16.c's path for 16 input rows and more (MXFP4: cpu_linear's choice
-// for CPU_MXFP4_AMX_MIN_ROWS rows and more). tdpbf16ps's operand B is 16 rows of 16
+// cpu_bf16amx.c: y = x W^T + bias (or y += that) for WEIGHT_BF16 and WEIGHT_MXFP4 weights on
+// AMX-BF16 tiles (Sapphire Rapids and later), cpu_bf16.c's path for 16 input rows and more
+// (MXFP4 reaches cpu_bf16.c from CPU_MXFP4_AMX_MIN_ROWS rows, or from any count with
+// GPTOSS_CPU_MXFP4=bf16). tdpbf16ps's operand B is 16 rows of 16
 // bf16 pairs: K = 32 columns by N = 16 weight rows, row r holding each weight row's columns 2r
 // and 2r + 1, which is the transpose of a 16 x 16 block of the weights' 32-bit column pairs as
 // they lie. Each call transposes its piece of weight rows once into the thread's scratch
@@ -48,9 +49,10 @@ CPU_BF16AMX_TARGET void cpu_bf16_amx_rows(const WeightMatrix *w, int64_t r0, int
   static_assert(CPU_BF16_AMX_K == MXFP4_BLOCK_SIZE, "a tile step's columns are one MXFP4 block");
   const int64_t cols = w->cols, ldy = w->rows, num_k = cols / CPU_BF16_AMX_K;
   const int64_t groups = (nr + 15) / 16;
-  const uint16_t *wd = (const uint16_t *)w->data + r0 * cols;  // [nr, cols] (BF16)
-  const uint8_t *blocks = (const uint8_t *)w->data + r0 * num_k * MXFP4_BLOCK_BYTES;  // (MXFP4)
-  const uint8_t *scales = (const uint8_t *)w->scales + r0 * num_k;
+  // The piece's rows: bf16 values [nr, cols], or MXFP4 blocks [nr, num_k, 16] and scales.
+  const uint16_t *wd = mx ? NULL : (const uint16_t *)w->data + r0 * cols;
+  const uint8_t *blocks = mx ? (const uint8_t *)w->data + r0 * num_k * MXFP4_BLOCK_BYTES : NULL;
+  const uint8_t *scales = mx ? (const uint8_t *)w->scales + r0 * num_k : NULL;
   // bt[(g * num_k + k) * 256 + r * 16 + n] = column pair 16 k + r of weight row 16 g + n.
   for (int64_t g = 0; g < groups; g++)
     for (int64_t k = 0; k < num_k; k++) {

@@ -42,7 +42,8 @@ typedef struct {
   // amx_int8 + AMX-BF16 + avx512_bf16: cpu_bf16amx.c for BF16 products of many input rows.
   bool amx_bf16;
   // MXFP4 weights through cpu_mx8.c (8-bit inputs): avx512_vnni unless GPTOSS_CPU_MXFP4=bf16
-  // keeps them on cpu_bf16.c (bf16 inputs: slower, closer to float32).
+  // keeps them on cpu_bf16.c (bf16 inputs: slower, closer to float32). With amx_bf16, only
+  // products of fewer than CPU_MXFP4_AMX_MIN_ROWS input rows (cpu_linear).
   bool mxfp4_int8;
   CpuScratch scratch[CPU_SCRATCH_COUNT];
 } CpuState;
@@ -77,12 +78,13 @@ void cpu_decode_rows(const WeightMatrix *w, int64_t row0, int64_t num_rows, floa
 // y: [num_rows, n], bias: [n] or NULL
 void cpu_linear_prepare(float *y, const float *bias, int num_rows, int64_t n, bool accumulate);
 
-// y += x W^T with the AVX-512 kernels (y already holds the bias or zeros), on the calling thread
-// alone when serial. cpu_q8_linear: WEIGHT_Q8 (needs avx512_vnni), or y = x W^T with overwrite
-// (y's old contents are neither read nor needed: no zeroing pass, no read of y). cpu_bf16_linear,
-// WEIGHT_BF16 and WEIGHT_MXFP4 (needs avx512_bf16), is the backend's linear op itself: y = x W^T
-// + bias (bias NULL: none), or y += that with accumulate; on AMX-BF16 the bias and y's old values
-// join each result as it is stored.   x: [num_rows, w->cols], y: [num_rows, w->rows]
+// The AVX-512 products, on the calling thread alone when serial. cpu_q8_linear: WEIGHT_Q8 (needs
+// avx512_vnni): y += x W^T (y already holds the bias or zeros), or y = x W^T with overwrite
+// (y's old contents are neither read nor needed: no zeroing pass, no read of y).
+// cpu_bf16_linear, WEIGHT_BF16 and WEIGHT_MXFP4 (needs avx512_bf16), is the backend's linear op
+// itself: y = x W^T + bias (bias NULL: none), or y += that with accumulate; on AMX-BF16 the bias
+// and y's old values join each result as it is stored.   x: [num_rows, w->cols], y: [num_rows,
+// w->rows]
 void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
                    bool serial, bool overwrite);
 void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *bias, const float *x,

@@ -1,5 +1,6 @@
 // cpu_mx8.c: y += x W^T for WEIGHT_MXFP4 weights with AVX-512 VNNI and 8-bit inputs (the
-// experts' products on CPUs with VNNI). Each input row is quantized to int8 once per call, one
+// experts' products on CPUs with VNNI; where the CPU also has AMX-BF16, only those of fewer than
+// CPU_MXFP4_AMX_MIN_ROWS input rows). Each input row is quantized to int8 once per call, one
 // scale per 32-column block as the weights have (max |x| of the block -> 127, nearest even), so
 // one large activation costs precision in its block only. Each tile of 16 weight rows is decoded
 // once per call into the thread's scratch as vpdpbusd operands: per 32-column MXFP4 block, 8 groups
@@ -12,7 +13,9 @@
 // with S_b the block's integer dot product, h_b its half-scale and sx_b the input's block scale
 // (h_b is a power of two: h_b sx_b is exact unless it leaves the normal range): the same float
 // operations for a given (input row, weight row) whatever the number of rows, the register block or
-// the thread, so a token's result never depends on its batch. Register blocks: up to 4 tiles by 1
+// the thread, so a token's result never depends on its batch within this kernel (on a CPU with
+// AMX-BF16 an expert with CPU_MXFP4_AMX_MIN_ROWS tokens or more goes to AMX-BF16 instead, on
+// bf16 inputs: there it does). Register blocks: up to 4 tiles by 1
 // input row, or 2 tiles by up to 4 rows. Threads take pieces of the tiles as they come free.
 // Compiled for AVX-512 with target attributes: cpu_linear calls it only when the CPU has VNNI.
 // Reads the weights, writes only y and its scratch.
@@ -215,8 +218,8 @@ CPU_MX8_TARGET static void cpu_mx8_dispatch(const uint8_t *tiles, int64_t tile_b
     CPU_MX8_CASE(1, 1)
     CPU_MX8_CASE(1, 2)
     CPU_MX8_CASE(1, 3)
-    CPU_MX8_CASE(1, 4) CPU_MX8_CASE(2, 1) CPU_MX8_CASE(2, 2) CPU_MX8_CASE(2, 3) CPU_MX8_CASE(2, 4)
-        CPU_MX8_CASE(4, 1)
+    CPU_MX8_CASE(1, 4)
+    CPU_MX8_CASE(2, 1) CPU_MX8_CASE(2, 2) CPU_MX8_CASE(2, 3) CPU_MX8_CASE(2, 4) CPU_MX8_CASE(4, 1)
   }
   CHECK(!"unsupported mx8 register block");
 }

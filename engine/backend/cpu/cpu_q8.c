@@ -23,8 +23,8 @@
 #define CPU_Q8_CHUNK 256            // input rows per pass over a piece's weight tiles (L2-sized)
 #define CPU_Q8_PIECES_PER_THREAD 8  // pieces of the weight tiles handed out per thread
 #define CPU_Q8_GROUP_BYTES (Q8_TILE_ROWS * Q8_GROUP_COLS)
-#define CPU_Q8_AMX_MIN_ROWS \
-  8  // fewer input rows stay on VNNI (memory-bound there: AMX gains nothing)
+// Fewer input rows stay on VNNI (memory-bound there: AMX gains nothing).
+#define CPU_Q8_AMX_MIN_ROWS 8
 
 // Quantizes one input row.  x: [cols], q: [ld]
 CPU_Q8_TARGET static void cpu_q8_quantize_row(const float *x, int64_t cols, int64_t ld, int8_t *q,
@@ -123,9 +123,10 @@ CPU_Q8_TARGET static void cpu_q8_dispatch(const uint8_t *w, int64_t groups, cons
     CPU_Q8_CASE(1, 4)
     CPU_Q8_CASE(1, 5)
     CPU_Q8_CASE(1, 6)
-    CPU_Q8_CASE(1, 7) CPU_Q8_CASE(1, 8) CPU_Q8_CASE(2, 1) CPU_Q8_CASE(2, 2) CPU_Q8_CASE(2, 3)
-        CPU_Q8_CASE(2, 4) CPU_Q8_CASE(2, 5) CPU_Q8_CASE(2, 6) CPU_Q8_CASE(2, 7) CPU_Q8_CASE(2, 8)
-            CPU_Q8_CASE(4, 1)
+    CPU_Q8_CASE(1, 7)
+    CPU_Q8_CASE(1, 8)
+    CPU_Q8_CASE(2, 1) CPU_Q8_CASE(2, 2) CPU_Q8_CASE(2, 3) CPU_Q8_CASE(2, 4) CPU_Q8_CASE(2, 5)
+        CPU_Q8_CASE(2, 6) CPU_Q8_CASE(2, 7) CPU_Q8_CASE(2, 8) CPU_Q8_CASE(4, 1)
   }
   CHECK(!"unsupported q8 register block");
 }
