@@ -84,9 +84,9 @@ CPU_AVX512_INLINE void cpu_transpose16(__m512 r[16]) {
   }
 }
 
-// MXFP4 blocks as bf16 (cpu_bf16.c owns the table; cpu_mxfp4_bf16_init fills it once, before any
-// decode): cpu_mxfp4_bf16_table[s][k] is code k at scale byte s, exactly (every e2m1 value times
-// a power of two is a bf16).
+// MXFP4 blocks as bf16: cpu_mxfp4_bf16_table[s][k] is code k at scale byte s, exactly (every
+// e2m1 value times a power of two is a bf16). cpu_bf16.c owns the table; cpu_backend_create
+// calls cpu_mxfp4_bf16_init, which fills it once a process, before any decode.
 extern uint16_t cpu_mxfp4_bf16_table[256][16];
 void cpu_mxfp4_bf16_init(void);
 

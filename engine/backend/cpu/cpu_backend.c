@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "backend/cpu/cpu_avx512.h"
 #include "backend/cpu/cpu_internal.h"
 #include "common/check.h"
 #include "common/cpu_cores.h"
@@ -94,6 +95,7 @@ static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
   st->avx512 = fast_kernels && cpu_has_avx512_base();
   st->avx512_vnni = st->avx512 && __builtin_cpu_supports("avx512vnni");
   st->avx512_bf16 = st->avx512 && __builtin_cpu_supports("avx512bf16");
+  if (st->avx512_bf16) cpu_mxfp4_bf16_init();  // cpu_bf16.c's decode table, once a process
   st->amx_int8 = st->avx512_vnni && cpu_amx_int8_usable();
   st->amx_bf16 = st->amx_int8 && st->avx512_bf16 && cpu_amx_bf16_present();
   const char *mxfp4 = getenv("GPTOSS_CPU_MXFP4");

@@ -227,7 +227,6 @@ static void cpu_bf16_rows_task(void *ctx, int64_t begin, int64_t end, int tid) {
 void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *bias, const float *x,
                      int num_rows, float *y, bool accumulate, bool serial) {
   CHECK(w->format == WEIGHT_BF16 || w->format == WEIGHT_MXFP4);
-  cpu_mxfp4_bf16_init();
   const int64_t rows = w->rows, cols = w->cols;
   const int num_threads = cpu_state(be)->num_threads;
   CpuBf16Ctx c = {

@@ -1,13 +1,13 @@
 // cpu_bf16amx.c: y = x W^T + bias (or y += that) for WEIGHT_BF16 and WEIGHT_MXFP4 weights on
 // AMX-BF16 tiles (Sapphire Rapids and later), cpu_bf16.c's path for 16 input rows and more
 // (MXFP4 reaches cpu_bf16.c from CPU_MXFP4_AMX_MIN_ROWS rows, or from any count with
-// GPTOSS_CPU_MXFP4=bf16). tdpbf16ps's operand B is 16 rows of 16
-// bf16 pairs: K = 32 columns by N = 16 weight rows, row r holding each weight row's columns 2r
-// and 2r + 1, which is the transpose of a 16 x 16 block of the weights' 32-bit column pairs as
-// they lie. Each call transposes its piece of weight rows once into the thread's scratch
-// (cpu_transpose16; an MXFP4 row's 32 columns are one block, decoded to bf16 exactly as it is
-// loaded) and runs every 32 input rows against it: operand A is 16 input rows of 32
-// bf16 (cpu_bf16.c's rounded inputs, padded with zero rows), 2 x 2 float32 accumulator tiles.
+// GPTOSS_CPU_MXFP4=bf16). tdpbf16ps's operand B is 16 rows of 16 bf16 pairs: K = 32 columns by
+// N = 16 weight rows, row r holding each weight row's columns 2r and 2r + 1, which is the
+// transpose of a 16 x 16 block of the weights' 32-bit column pairs as they lie. Each call
+// transposes its piece of weight rows once into the thread's scratch (cpu_transpose16; an MXFP4
+// row's 32 columns are one block, decoded to bf16 exactly as it is loaded) and runs every 32
+// input rows against it: operand A is 16 input rows of 32 bf16 (cpu_bf16.c's rounded inputs,
+// padded with zero rows), 2 x 2 float32 accumulator tiles.
 // The sums run in another order than cpu_bf16.c's (and tdpbf16ps takes bf16 denormals as zero):
 // close to it, not bit-identical. Tiles configured per call (cpu_amx_configure), released at
 // the end.

@@ -78,15 +78,14 @@ void cpu_decode_rows(const WeightMatrix *w, int64_t row0, int64_t num_rows, floa
 // y: [num_rows, n], bias: [n] or NULL
 void cpu_linear_prepare(float *y, const float *bias, int num_rows, int64_t n, bool accumulate);
 
-// The AVX-512 products, on the calling thread alone when serial. cpu_q8_linear: WEIGHT_Q8 (needs
-// avx512_vnni): y += x W^T (y already holds the bias or zeros), or y = x W^T with overwrite
-// (y's old contents are neither read nor needed: no zeroing pass, no read of y).
-// cpu_bf16_linear, WEIGHT_BF16 and WEIGHT_MXFP4 (needs avx512_bf16), is the backend's linear op
-// itself: y = x W^T + bias (bias NULL: none), or y += that with accumulate; on AMX-BF16 the bias
-// and y's old values join each result as it is stored.   x: [num_rows, w->cols], y: [num_rows,
-// w->rows]
-void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
-                   bool serial, bool overwrite);
+// The backend's linear op itself on the AVX-512 kernels, on the calling thread alone when
+// serial: y = x W^T + bias (bias NULL: none), or y += that with accumulate, the bias and y's old
+// values joining each result as it is stored (no pass over y first: the unembedding's logits
+// are 804 KB a row). cpu_q8_linear: WEIGHT_Q8 (needs avx512_vnni); cpu_bf16_linear: WEIGHT_BF16
+// and WEIGHT_MXFP4 (needs avx512_bf16; without AMX-BF16 it fills y first, with
+// cpu_linear_prepare).   x: [num_rows, w->cols], y: [num_rows, w->rows], bias: [w->rows]
+void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *bias, const float *x,
+                   int num_rows, float *y, bool accumulate, bool serial);
 void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *bias, const float *x,
                      int num_rows, float *y, bool accumulate, bool serial);
 // The input rows of cpu_q8_linear quantized: x[m][c] ~= q[m][c] * scale[m].
@@ -95,7 +94,8 @@ typedef struct {
   const float *scale;   // [num_rows]
   const int32_t *corr;  // [num_rows] Q8_ZERO * sum of row m's q: what the weights' offset adds
   int64_t ld;           // bytes per row: q8_groups(cols) * 4
-  bool overwrite;       // the products are stored into y, not added to it
+  const float *bias;    // [w->rows], or NULL: added to each result as it is stored
+  bool accumulate;      // y's old values are added too
 } CpuQ8Input;
 
 // cpu_q8_linear's AMX-INT8 path (cpu_q8amx.c) for weight tiles t0 .. t1 - 1 (WEIGHT_Q8) times
@@ -114,8 +114,8 @@ void cpu_amx_configure(void);
 // cpu_bf16_linear's AMX-BF16 path (cpu_bf16amx.c): y[:, r0 .. r0 + nr) = (y's values with
 // accumulate, else 0) + bias[r0 .. r0 + nr) (none when NULL) + xb (weight rows r0 .. r0 + nr - 1
 // of w, WEIGHT_BF16 or WEIGHT_MXFP4)^T for input rows 0 .. num_rows - 1. Needs amx_bf16 (and, for
-// MXFP4, cpu_mxfp4_bf16_init done), w->cols a multiple of CPU_BF16_AMX_K, xb padded with zero
-// rows to a multiple of CPU_BF16_AMX_ROWS, and bt: [nr rounded up to 16, w->cols] bf16 of
+// MXFP4, the table that cpu_backend_create fills), w->cols a multiple of CPU_BF16_AMX_K, xb padded
+// with zero rows to a multiple of CPU_BF16_AMX_ROWS, and bt: [nr rounded up to 16, w->cols] bf16 of
 // scratch (the piece's weights, transposed).   xb: [num_rows, w->cols] bf16, y: [num_rows,
 // w->rows], bias: [w->rows] or NULL
 #define CPU_BF16_AMX_ROWS 16  // input rows of a tile
@@ -123,7 +123,7 @@ void cpu_amx_configure(void);
 void cpu_bf16_amx_rows(const WeightMatrix *w, int64_t r0, int64_t nr, const uint16_t *xb,
                        int num_rows, float *y, const float *bias, bool accumulate, uint32_t *bt);
 // The VNNI path's epilogue for one input row and one tile of 16 weight rows (num_valid of them):
-// y[m][row0 .. row0 + 16) += (dot - corr[m]) * (wscale[.] * scale[m]).
+// y[m][row0 .. row0 + 16) = (dot - corr[m]) * (wscale[.] * scale[m]) + in's bias and old y.
 void cpu_q8_store(const int32_t *dot, const float *wscale, const CpuQ8Input *in, int m, float *y,
                   int64_t ldy, int64_t row0, int64_t num_valid);
 

@@ -102,11 +102,7 @@ void cpu_linear(Backend *be, const WeightMatrix *w, const float *bias, const flo
   const CpuState *st = cpu_state(be);
   const bool serial = rows * cols * num_rows < CPU_LINEAR_PARALLEL_MIN;
   if (w->format == WEIGHT_Q8 && st->avx512_vnni) {
-    // y = x W^T is stored as computed: no zeroing pass over y first (the unembedding's logits
-    // are 804 KB a row).
-    const bool overwrite = !bias && !accumulate;
-    if (!overwrite) cpu_linear_prepare(y, bias, num_rows, w->rows, accumulate);
-    cpu_q8_linear(be, w, x, num_rows, y, serial, overwrite);
+    cpu_q8_linear(be, w, bias, x, num_rows, y, accumulate, serial);  // adds the bias itself
     return;
   }
   // MXFP4: int8 inputs (cpu_mx8.c) where the CPU has VNNI, but AMX-BF16 from

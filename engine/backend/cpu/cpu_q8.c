@@ -51,18 +51,19 @@ CPU_Q8_TARGET static void cpu_q8_quantize_row(const float *x, int64_t cols, int6
   *corr = Q8_ZERO * _mm512_reduce_add_epi32(sum);
 }
 
-// y[m][row0 + lane] += (acc[lane] - corr[m]) * (wscale[lane] * scale[m]) for the first
-// num_valid lanes (= with in->overwrite): one input row's int32 sums over a tile of 16 weight
-// rows, into float.
+// y[m][row0 + lane] = (acc[lane] - corr[m]) * (wscale[lane] * scale[m]) + (y's value with
+// in->accumulate, else 0) + in->bias[row0 + lane] (with a bias) for the first num_valid lanes:
+// one input row's int32 sums over a tile of 16 weight rows, into float. One fma onto
+// (y + bias), the rounding cpu_linear_prepare and += would give.
 CPU_Q8_INLINE void cpu_q8_store_vec(__m512i acc, const float *wscale, const CpuQ8Input *in, int m,
                                     float *y, int64_t ldy, int64_t row0, int64_t num_valid) {
   const __mmask16 mask = num_valid >= 16 ? 0xffff : (__mmask16)((1u << num_valid) - 1);
   const __m512 dot = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_set1_epi32(in->corr[m])));
   float *yr = y + (int64_t)m * ldy + row0;
   const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(wscale), _mm512_set1_ps(in->scale[m]));
-  _mm512_mask_storeu_ps(yr, mask,
-                        in->overwrite ? _mm512_mul_ps(dot, s)
-                                      : _mm512_fmadd_ps(dot, s, _mm512_maskz_loadu_ps(mask, yr)));
+  __m512 base = in->accumulate ? _mm512_maskz_loadu_ps(mask, yr) : _mm512_setzero_ps();
+  if (in->bias) base = _mm512_add_ps(base, _mm512_maskz_loadu_ps(mask, in->bias + row0));
+  _mm512_mask_storeu_ps(yr, mask, _mm512_fmadd_ps(dot, s, base));
 }
 
 // y[m0 + i][row0 + 16 z + lane] += (x row m0 + i) . (weight row) for z < RZ tiles from w and
@@ -125,8 +126,9 @@ CPU_Q8_TARGET static void cpu_q8_dispatch(const uint8_t *w, int64_t groups, cons
     CPU_Q8_CASE(1, 6)
     CPU_Q8_CASE(1, 7)
     CPU_Q8_CASE(1, 8)
-    CPU_Q8_CASE(2, 1) CPU_Q8_CASE(2, 2) CPU_Q8_CASE(2, 3) CPU_Q8_CASE(2, 4) CPU_Q8_CASE(2, 5)
-        CPU_Q8_CASE(2, 6) CPU_Q8_CASE(2, 7) CPU_Q8_CASE(2, 8) CPU_Q8_CASE(4, 1)
+    CPU_Q8_CASE(2, 1)
+    CPU_Q8_CASE(2, 2) CPU_Q8_CASE(2, 3) CPU_Q8_CASE(2, 4) CPU_Q8_CASE(2, 5) CPU_Q8_CASE(2, 6)
+        CPU_Q8_CASE(2, 7) CPU_Q8_CASE(2, 8) CPU_Q8_CASE(4, 1)
   }
   CHECK(!"unsupported q8 register block");
 }
@@ -162,8 +164,9 @@ typedef struct {
   float *scale;   // [num_rows]
   int32_t *corr;  // [num_rows]
   int64_t ld;
-  bool amx;        // the tiles through cpu_q8amx.c
-  bool overwrite;  // y = the products (CpuQ8Input.overwrite)
+  bool amx;  // the tiles through cpu_q8amx.c
+  const float *bias;
+  bool accumulate;
 } CpuQ8Ctx;
 
 static void cpu_q8_quantize_task(void *ctx, int64_t begin, int64_t end, int tid) {
@@ -178,16 +181,20 @@ static void cpu_q8_quantize_task(void *ctx, int64_t begin, int64_t end, int tid)
 static void cpu_q8_tiles_task(void *ctx, int64_t begin, int64_t end, int tid) {
   (void)tid;
   const CpuQ8Ctx *c = ctx;
-  const CpuQ8Input in = {
-      .q = c->q, .scale = c->scale, .corr = c->corr, .ld = c->ld, .overwrite = c->overwrite};
+  const CpuQ8Input in = {.q = c->q,
+                         .scale = c->scale,
+                         .corr = c->corr,
+                         .ld = c->ld,
+                         .bias = c->bias,
+                         .accumulate = c->accumulate};
   if (c->amx)
     cpu_q8_amx_tiles(c->w, begin, end, &in, c->num_rows, c->y);
   else
     cpu_q8_tiles(c->w, begin, end, &in, c->num_rows, c->y);
 }
 
-void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
-                   bool serial, bool overwrite) {
+void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *bias, const float *x,
+                   int num_rows, float *y, bool accumulate, bool serial) {
   CHECK(w->format == WEIGHT_Q8);
   const int64_t ld = q8_groups(w->cols) * Q8_GROUP_COLS;
   // AMX where it has tiles' worth of input rows; the zero rows that pad them are never stored.
@@ -197,8 +204,14 @@ void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_r
       amx ? (num_rows + CPU_Q8_AMX_ROWS - 1) / CPU_Q8_AMX_ROWS * CPU_Q8_AMX_ROWS : num_rows;
   const size_t q_bytes = ((size_t)padded_rows * (size_t)ld + 63) & ~(size_t)63;
   char *buf = cpu_scratch(be, CPU_SCRATCH_INPUT, q_bytes + (size_t)num_rows * 8);
-  CpuQ8Ctx c = {
-      .w = w, .x = x, .num_rows = num_rows, .y = y, .ld = ld, .amx = amx, .overwrite = overwrite};
+  CpuQ8Ctx c = {.w = w,
+                .x = x,
+                .num_rows = num_rows,
+                .y = y,
+                .ld = ld,
+                .amx = amx,
+                .bias = bias,
+                .accumulate = accumulate};
   memset(buf + (size_t)num_rows * (size_t)ld, 0, (size_t)(padded_rows - num_rows) * (size_t)ld);
   c.q = (int8_t *)buf;                       // [padded_rows, ld]
   c.scale = (float *)(buf + q_bytes);        // [num_rows]
