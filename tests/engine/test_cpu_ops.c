@@ -263,12 +263,16 @@ static void test_linear_bf16(void **state) {
 
 static void test_linear_mxfp4(void **state) {
   Backend *be = *state;
-  // From CPU_MXFP4_AMX_MIN_ROWS input rows, AMX-BF16 where the CPU has it (the last four; the
-  // last in two chunks of input rows, 256 and 44).
-  const int shapes[][3] = {{1, 1, 32},   {1, 5, 64},     {3, 9, 96},     {4, 33, 32},
-                           {6, 33, 128}, {7, 200, 4096}, {7, 64, 64},    {13, 64, 64},
-                           {5, 64, 32},  {1, 64, 32},    {2, 64, 64},    {64, 16, 32},
-                           {65, 33, 96}, {300, 40, 512}, {300, 48, 2880}};
+  // With VNNI, products of up to CPU_MX8ROW_MAX_ROWS input rows read the weight rows in place
+  // (the first eight shapes, {1, 64, 32} and {2, 64, 64}: groups of 16 rows with a short last
+  // one, 64-byte chunks of 4 blocks with a short last one, the scales of 16 blocks reloaded);
+  // more rows decode tiles. From CPU_MXFP4_AMX_MIN_ROWS input rows, AMX-BF16 where the CPU has it (the
+  // last four; the last in two chunks of input rows, 256 and 44).
+  const int shapes[][3] = {{1, 1, 32},    {1, 5, 64},     {3, 9, 96},     {4, 33, 32},
+                           {1, 40, 2880}, {2, 17, 576},   {4, 33, 544},   {3, 20, 1056},
+                           {6, 33, 128},  {7, 200, 4096}, {7, 64, 64},    {13, 64, 64},
+                           {5, 64, 32},   {1, 64, 32},    {2, 64, 64},    {64, 16, 32},
+                           {65, 33, 96},  {300, 40, 512}, {300, 48, 2880}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int v = 0; v < 4; v++)
       check_linear(be, WEIGHT_MXFP4, shapes[i][0], shapes[i][1], shapes[i][2], v & 1, v & 2,

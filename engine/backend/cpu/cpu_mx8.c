@@ -1,6 +1,7 @@
 // cpu_mx8.c: y += x W^T for WEIGHT_MXFP4 weights with AVX-512 VNNI and 8-bit inputs (the
 // experts' products on CPUs with VNNI; where the CPU also has AMX-BF16, only those of fewer than
-// CPU_MXFP4_AMX_MIN_ROWS input rows). Each input row is quantized to int8 once per call, one
+// CPU_MXFP4_AMX_MIN_ROWS input rows; up to CPU_MX8ROW_MAX_ROWS rows go to cpu_mx8row.c, which
+// reads the weight rows in place). Each input row is quantized to int8 once per call, one
 // scale per 32-column block as the weights have (max |x| of the block -> 127, nearest even), so
 // one large activation costs precision in its block only. Each tile of 16 weight rows is decoded
 // once per call into the thread's scratch as vpdpbusd operands: per 32-column MXFP4 block, 8 groups
@@ -12,25 +13,23 @@
 //   y += ((S_0 * (h_0 sx_0) + S_1 * (h_1 sx_1)) + ...) + S_last * (h_last sx_last)   (fma)
 // with S_b the block's integer dot product, h_b its half-scale and sx_b the input's block scale
 // (h_b is a power of two: h_b sx_b is exact unless it leaves the normal range): the same float
-// operations for a given (input row, weight row) whatever the number of rows, the register block or
-// the thread, so a token's result never depends on its batch within this kernel (on a CPU with
-// AMX-BF16 an expert with CPU_MXFP4_AMX_MIN_ROWS tokens or more goes to AMX-BF16 instead, on
-// bf16 inputs: there it does). Register blocks: up to 4 tiles by 1
-// input row, or 2 tiles by up to 4 rows. Threads take pieces of the tiles as they come free.
-// Compiled for AVX-512 with target attributes: cpu_linear calls it only when the CPU has VNNI.
-// Reads the weights, writes only y and its scratch.
-#include <float.h>
+// operations for a given (input row, weight row) whatever the number of rows above
+// CPU_MX8ROW_MAX_ROWS, the register block or the thread. A token's result can still depend on
+// its batch in the last bits: with at most CPU_MX8ROW_MAX_ROWS rows cpu_mx8row.c adds the same
+// products in another order, and on a CPU with AMX-BF16 an expert with
+// CPU_MXFP4_AMX_MIN_ROWS tokens or more goes to AMX-BF16 on bf16 inputs. Register blocks: up to
+// 4 tiles by 1 input row, or 2 tiles by up to 4 rows. Threads take pieces of the tiles as they
+// come free. Compiled for AVX-512 with target attributes: cpu_linear calls it only when the CPU
+// has VNNI. Reads the weights, writes only y and its scratch.
 #include <immintrin.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_avx512.h"
 #include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_mx8.h"
 #include "common/check.h"
 #include "model/mxfp4.h"
-#include "model/q8.h"
 
-#define CPU_MX8_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-#define CPU_MX8_INLINE static inline __attribute__((always_inline)) CPU_MX8_TARGET
 #define CPU_MX8_ROWS 16                         // weight rows of a tile: the lanes of a sum
 #define CPU_MX8_GROUPS 8                        // 4-column groups per 32-column block
 #define CPU_MX8_GROUP_BYTES 64                  // one group of a tile: 16 rows by 4 columns
@@ -42,10 +41,6 @@
 // A tile's block, decoded: codes [8][16][4] bytes, then 16 float half-scales.
 #define CPU_MX8_BLOCK_BYTES (CPU_MX8_GROUPS * CPU_MX8_GROUP_BYTES + CPU_MX8_ROWS * 4)
 
-// 2 * e2m1 value + CPU_MX8_OFFSET per code, repeated in each 128-bit lane for vpshufb.
-static const int8_t CPU_MX8_CODES[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
-#define CPU_MX8_OFFSET 12
-
 // The input rows quantized: x[m][c] ~= q[m][c] * scale[m][c / 32].
 typedef struct {
   const int8_t *q;       // [num_rows, cols]
@@ -54,20 +49,15 @@ typedef struct {
   int64_t cols, blocks;
 } CpuMx8Input;
 
-// Quantizes one input row block by block: q = x * (127 / max |x|) to nearest even, scale = max
-// |x| / 127 (a block below the smallest normal float is taken as zeros), and each block's start.
+// Quantizes one input row block by block (cpu_mx8_quantize_block) with each block's start.
 // x: [cols], q: [cols], scale, start: [cols / 32]
 CPU_MX8_TARGET static void cpu_mx8_quantize_row(const float *x, int64_t cols, int8_t *q,
                                                 float *scale, int32_t *start) {
   for (int64_t b = 0; b < cols / MXFP4_BLOCK_SIZE; b++) {
-    const __m512 lo = _mm512_loadu_ps(x + b * 32), hi = _mm512_loadu_ps(x + b * 32 + 16);
-    const float a = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
-    const __m512 inv = _mm512_set1_ps(a >= FLT_MIN ? (float)Q8_MAX / a : 0.0f);
-    const __m512i qlo = _mm512_cvtps_epi32(_mm512_mul_ps(lo, inv));
-    const __m512i qhi = _mm512_cvtps_epi32(_mm512_mul_ps(hi, inv));
+    __m512i qlo, qhi;
+    scale[b] = cpu_mx8_quantize_block(x + b * 32, &qlo, &qhi);
     _mm512_mask_cvtsepi32_storeu_epi8(q + b * 32, 0xffff, qlo);
     _mm512_mask_cvtsepi32_storeu_epi8(q + b * 32 + 16, 0xffff, qhi);
-    scale[b] = a / (float)Q8_MAX;
     start[b] = -CPU_MX8_OFFSET * _mm512_reduce_add_epi32(_mm512_add_epi32(qlo, qhi));
   }
 }
@@ -88,16 +78,6 @@ CPU_MX8_INLINE __m512i cpu_mx8_group(__m512i t, int half, __m512i table) {
   return _mm512_shuffle_epi8(table, nibbles);
 }
 
-// h = 2^(s - 128) per lane (mxfp4_value(1, s)): half of the block's scale, as the codes are
-// twice the e2m1 values. The float with exponent field s - 1, except the two subnormal ones.
-CPU_MX8_INLINE __m512 cpu_mx8_half_scale(__m512i s) {
-  const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(s, _mm512_set1_epi32(1)), 23);
-  const __mmask16 s0 = _mm512_cmpeq_epi32_mask(s, _mm512_setzero_si512());
-  const __mmask16 s1 = _mm512_cmpeq_epi32_mask(s, _mm512_set1_epi32(1));
-  const __m512i h = _mm512_mask_blend_epi32(s1, normal, _mm512_set1_epi32(0x00400000));  // 2^-127
-  return _mm512_castsi512_ps(_mm512_mask_blend_epi32(s0, h, _mm512_set1_epi32(0x00200000)));
-}
-
 // Decodes weight rows row0 .. row0 + 15 into one tile, four blocks at a time: 64 bytes of each
 // row transposed as 16 dwords (cpu_transpose16), each dword two groups. Rows past the matrix
 // repeat its last row with scale 0 (their outputs are never written).
@@ -107,7 +87,7 @@ CPU_MX8_TARGET static void cpu_mx8_decode_tile(const WeightMatrix *w, int64_t ro
   const int valid = w->rows - row0 < CPU_MX8_ROWS ? (int)(w->rows - row0) : CPU_MX8_ROWS;
   const uint8_t *codes = (const uint8_t *)w->data + row0 * blocks * MXFP4_BLOCK_BYTES;
   const uint8_t *scales = (const uint8_t *)w->scales + row0 * blocks;
-  const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)CPU_MX8_CODES));
+  const __m512i table = cpu_mx8_code_table();
   const __mmask16 real = (__mmask16)((1u << valid) - 1);
   const uint8_t *row[CPU_MX8_ROWS];
   for (int i = 0; i < CPU_MX8_ROWS; i++) row[i] = codes + (i < valid ? i : valid - 1) * blocks * 16;
@@ -279,6 +259,10 @@ static void cpu_mx8_tiles_task(void *ctx, int64_t begin, int64_t end, int tid) {
 void cpu_mx8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
                     bool serial) {
   CHECK(w->format == WEIGHT_MXFP4 && w->cols % MXFP4_BLOCK_SIZE == 0);
+  if (num_rows <= CPU_MX8ROW_MAX_ROWS) {
+    cpu_mx8row_linear(be, w, x, num_rows, y, serial);
+    return;
+  }
   const int64_t cols = w->cols, blocks = cols / MXFP4_BLOCK_SIZE;
   const int64_t num_tiles = (w->rows + CPU_MX8_ROWS - 1) / CPU_MX8_ROWS;
   const int num_threads = cpu_state(be)->num_threads;
