@@ -1078,7 +1078,8 @@ static void test_moe_vs_naive(void **state) {
 }
 
 // Experts in BF16 and MXFP4 (router BF16): experts with few tokens decode row by row, experts
-// with more go through decoded tiles.
+// with more go through decoded tiles. With VNNI, MXFP4 experts of at most 4 tokens each run phase
+// by phase for all the experts (3 tokens, k = 2; 1 and 2 tokens, k = 4 of 8 as in GPT-OSS).
 static void test_moe_quantized_experts(void **state) {
   Backend *be = *state;
   for (WeightFormat f = WEIGHT_BF16; f <= WEIGHT_MXFP4; f++) {
@@ -1087,6 +1088,10 @@ static void test_moe_quantized_experts(void **state) {
     moe_init(&m, 64, 4, 2, 32, f, &r);
     check_moe(be, &m, 13, 0.3f, 811);
     check_moe(be, &m, 3, 0.3f, 812);
+    moe_free(&m);
+    moe_init(&m, 96, 8, 4, 64, f, &r);
+    check_moe(be, &m, 1, 0.3f, 813);
+    check_moe(be, &m, 2, 0.3f, 814);
     moe_free(&m);
   }
 }

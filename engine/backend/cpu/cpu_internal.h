@@ -135,11 +135,19 @@ void cpu_q8_store(const int32_t *dot, const float *wscale, const CpuQ8Input *in,
 #define CPU_MXFP4_AMX_MIN_ROWS 64
 void cpu_mx8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
                     bool serial);
-// cpu_mx8row_linear: the same for 1 .. CPU_MX8ROW_MAX_ROWS input rows, weight rows read in
-// place (cpu_mx8_linear hands them over).
+// Whether cpu_linear takes cpu_mx8_linear for num_rows input rows of w.
+bool cpu_linear_uses_mx8(Backend *be, const WeightMatrix *w, int num_rows);
+// cpu_mx8row_linear: the same for products of 1 .. CPU_MX8ROW_MAX_ROWS input rows, weight rows
+// read in place (cpu_mx8_linear hands them over), several products in one parallel loop (the
+// experts of a decode step: one hand-off to the threads instead of one per expert).
 #define CPU_MX8ROW_MAX_ROWS 4
-void cpu_mx8row_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
-                       bool serial);
+typedef struct {
+  const WeightMatrix *w;  // WEIGHT_MXFP4
+  const float *x;         // [num_rows, w->cols]
+  int num_rows;           // 1 .. CPU_MX8ROW_MAX_ROWS
+  float *y;               // [num_rows, w->rows]: y += x W^T
+} CpuMx8RowProduct;
+void cpu_mx8row_linear(Backend *be, const CpuMx8RowProduct *products, int count, bool serial);
 
 // Attention of token t's query heads in kv head kvh's group over keys lo .. hi of sequence s
 // with AVX-512 (cpu_attn512.c), when cpu_attn512_fits(a): head_dim a multiple of 16 up to 256,

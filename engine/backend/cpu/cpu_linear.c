@@ -94,6 +94,14 @@ static void cpu_linear_task(void *ctx, int64_t begin, int64_t end, int tid) {
     cpu_linear_tiled(w, begin, end, c->x, c->num_rows, c->y, buf, c->tile_rows);
 }
 
+// MXFP4: int8 inputs (cpu_mx8.c) where the CPU has VNNI, but AMX-BF16 from
+// CPU_MXFP4_AMX_MIN_ROWS rows where it has that.
+bool cpu_linear_uses_mx8(Backend *be, const WeightMatrix *w, int num_rows) {
+  const CpuState *st = cpu_state(be);
+  return w->format == WEIGHT_MXFP4 && st->mxfp4_int8 &&
+         !(st->amx_bf16 && num_rows >= CPU_MXFP4_AMX_MIN_ROWS);
+}
+
 void cpu_linear(Backend *be, const WeightMatrix *w, const float *bias, const float *x, int num_rows,
                 float *y, bool accumulate) {
   CHECK(num_rows >= 0 && w->rows > 0 && w->cols > 0);
@@ -105,10 +113,7 @@ void cpu_linear(Backend *be, const WeightMatrix *w, const float *bias, const flo
     cpu_q8_linear(be, w, bias, x, num_rows, y, accumulate, serial);  // adds the bias itself
     return;
   }
-  // MXFP4: int8 inputs (cpu_mx8.c) where the CPU has VNNI, but AMX-BF16 from
-  // CPU_MXFP4_AMX_MIN_ROWS rows where it has that.
-  const bool mx8 = w->format == WEIGHT_MXFP4 && st->mxfp4_int8 &&
-                   !(st->amx_bf16 && num_rows >= CPU_MXFP4_AMX_MIN_ROWS);
+  const bool mx8 = cpu_linear_uses_mx8(be, w, num_rows);
   if ((w->format == WEIGHT_BF16 || w->format == WEIGHT_MXFP4) && st->avx512_bf16 && !mx8) {
     cpu_bf16_linear(be, w, bias, x, num_rows, y, accumulate, serial);  // adds the bias itself
     return;

@@ -130,6 +130,60 @@ static void cpu_moe_add_task(void *ctx, int64_t begin, int64_t end, int tid) {
   }
 }
 
+// Whether every expert in [begin, end) with tokens has at most CPU_MX8ROW_MAX_ROWS of them
+// and both its products go through cpu_mx8row.c (decode), so cpu_moe_few_tokens can run them.
+static bool cpu_moe_all_few(Backend *be, const LayerWeights *L, const int32_t *offsets, int begin,
+                            int end) {
+  for (int e = begin; e < end; e++) {
+    const int n = offsets[e + 1] - offsets[e];
+    if (n > CPU_MX8ROW_MAX_ROWS || (n > 0 && (!cpu_linear_uses_mx8(be, &L->mlp1[e - begin], n) ||
+                                              !cpu_linear_uses_mx8(be, &L->mlp2[e - begin], n))))
+      return false;
+  }
+  return true;
+}
+
+// The products of the experts in [begin, end) with tokens: each expert's mlp (w[e - begin]) on
+// its rows of x (the experts' rows one after another, as offsets from offsets[begin] say) into
+// its rows of y, which start as its bias rows; all in one parallel loop.
+// x: [pairs, w->cols], y: [pairs, w->rows], bias: [end - begin, w->rows]
+static void cpu_moe_few_products(Backend *be, const WeightMatrix *w, const float *bias,
+                                 const int32_t *offsets, int begin, int end, const float *x,
+                                 float *y, CpuMx8RowProduct *products) {
+  int count = 0;
+  for (int e = begin; e < end; e++) {
+    const int n = offsets[e + 1] - offsets[e];
+    if (n == 0) continue;
+    const WeightMatrix *we = &w[e - begin];
+    const int64_t row = offsets[e] - offsets[begin];
+    float *ye = y + row * we->rows;
+    cpu_linear_prepare(ye, bias + (int64_t)(e - begin) * we->rows, n, we->rows, false);
+    products[count++] = (CpuMx8RowProduct){we, x + row * we->cols, n, ye};
+  }
+  cpu_mx8row_linear(be, products, count, false);
+}
+
+// The experts of a decode step, each with a few tokens: phase by phase for all of them (gather,
+// mlp1, SwiGLU, mlp2, the weighted sum), each expert product of a phase in one parallel loop
+// instead of a hand-off to the threads per expert and product. The residual rows are added on
+// one thread: a token's k experts add to the same row.
+static void cpu_moe_few_tokens(Backend *be, const MoeArgs *a, const int32_t *offsets,
+                               const int32_t *order, const float *weights, float *xg, float *h,
+                               float *act, float *y, CpuMx8RowProduct *products) {
+  const GptOssConfig *c = a->config;
+  const LayerWeights *L = a->layer;
+  const int begin = a->expert_begin, end = a->expert_end, inter = c->intermediate_size;
+  const int pairs = offsets[end] - offsets[begin];
+  if (pairs == 0) return;  // expert parallelism: none of this rank's experts was picked
+  CpuExpertCtx ex = {a, order + offsets[begin], weights, xg, y};
+  cpu_moe_gather_task(&ex, 0, pairs, 0);
+  cpu_moe_few_products(be, L->mlp1, L->mlp1_bias, offsets, begin, end, xg, h, products);
+  CpuSwigluCtx sw = {h, inter, c->swiglu_limit, cpu_state(be)->avx512, act};
+  cpu_moe_swiglu_task(&sw, 0, pairs, 0);
+  cpu_moe_few_products(be, L->mlp2, L->mlp2_bias, offsets, begin, end, act, y, products);
+  cpu_moe_add_task(&ex, 0, pairs, 0);
+}
+
 void cpu_moe(Backend *be, const MoeArgs *a) {
   const GptOssConfig *c = a->config;
   const LayerWeights *L = a->layer;
@@ -138,22 +192,29 @@ void cpu_moe(Backend *be, const MoeArgs *a) {
   CHECK(k > 0 && k <= num_experts && L->mlp1_bias && L->mlp2_bias);
   if (num_tokens == 0) return;
 
-  const size_t T = (size_t)num_tokens, pad = 64 * 10;
+  // Rows of xg, h, act and y: one expert's tokens at a time, or with a few tokens an expert
+  // (at most CPU_MX8ROW_MAX_ROWS each, so at most that many per expert) all the experts' at once.
+  const int local_experts = a->expert_end - a->expert_begin;
+  const size_t T = (size_t)num_tokens, pad = 64 * 11;
+  const bool few_fit = T * k <= (size_t)CPU_MX8ROW_MAX_ROWS * (size_t)local_experts;
+  const size_t R = few_fit ? T * k : T;
   size_t bytes = pad + T * (size_t)num_experts * sizeof(float)                    // logits
                  + 2 * T * (size_t)k * sizeof(int32_t)                            // experts, order
                  + T * (size_t)k * sizeof(float)                                  // weights
                  + ((size_t)num_experts + 1) * sizeof(int32_t)                    // offsets
-                 + T * (2 * (size_t)hidden + 3 * (size_t)inter) * sizeof(float);  // xg, y, h, act
+                 + (size_t)local_experts * sizeof(CpuMx8RowProduct)               // products
+                 + R * (2 * (size_t)hidden + 3 * (size_t)inter) * sizeof(float);  // xg, y, h, act
   char *cursor = cpu_scratch(be, CPU_SCRATCH_MOE, bytes);
   float *logits = cpu_moe_take(&cursor, T * num_experts * sizeof(float));  // [T, num_experts]
   int32_t *experts = cpu_moe_take(&cursor, T * k * sizeof(int32_t));       // [T, k]
   float *weights = cpu_moe_take(&cursor, T * k * sizeof(float));           // [T, k]
   int32_t *offsets = cpu_moe_take(&cursor, (num_experts + 1) * sizeof(int32_t));  // [E + 1]
   int32_t *order = cpu_moe_take(&cursor, T * k * sizeof(int32_t));  // [T * k] t * k + rank
-  float *xg = cpu_moe_take(&cursor, T * hidden * sizeof(float));    // [<= T, hidden]
-  float *h = cpu_moe_take(&cursor, T * 2 * inter * sizeof(float));  // [<= T, 2 * inter]
-  float *act = cpu_moe_take(&cursor, T * inter * sizeof(float));    // [<= T, inter]
-  float *y = cpu_moe_take(&cursor, T * hidden * sizeof(float));     // [<= T, hidden]
+  CpuMx8RowProduct *products = cpu_moe_take(&cursor, local_experts * sizeof(CpuMx8RowProduct));
+  float *xg = cpu_moe_take(&cursor, R * hidden * sizeof(float));    // [<= R, hidden]
+  float *h = cpu_moe_take(&cursor, R * 2 * inter * sizeof(float));  // [<= R, 2 * inter]
+  float *act = cpu_moe_take(&cursor, R * inter * sizeof(float));    // [<= R, inter]
+  float *y = cpu_moe_take(&cursor, R * hidden * sizeof(float));     // [<= R, hidden]
 
   cpu_linear(be, &L->gate, L->gate_bias, a->x, num_tokens, logits, false);
   CpuRouteCtx route = {logits, num_experts, k, a->probe, experts, weights};
@@ -172,12 +233,19 @@ void cpu_moe(Backend *be, const MoeArgs *a) {
   const bool avx512 = cpu_state(be)->avx512;
   CHECK(0 <= a->expert_begin && a->expert_begin < a->expert_end && a->expert_end <= num_experts);
   for (int e = a->expert_begin; e < a->expert_end; e++) {
+    const WeightMatrix *w1 = &L->mlp1[e - a->expert_begin], *w2 = &L->mlp2[e - a->expert_begin];
+    CHECK(w1->rows == 2 * (int64_t)inter && w1->cols == hidden);
+    CHECK(w2->rows == hidden && w2->cols == inter);
+  }
+  if (few_fit && cpu_moe_all_few(be, L, offsets, a->expert_begin, a->expert_end)) {
+    cpu_moe_few_tokens(be, a, offsets, order, weights, xg, h, act, y, products);
+    return;
+  }
+  for (int e = a->expert_begin; e < a->expert_end; e++) {
     const int n = offsets[e + 1] - offsets[e];
     if (n == 0) continue;
     const int local = e - a->expert_begin;  // index into this rank's experts
     const WeightMatrix *w1 = &L->mlp1[local], *w2 = &L->mlp2[local];
-    CHECK(w1->rows == 2 * (int64_t)inter && w1->cols == hidden);
-    CHECK(w2->rows == hidden && w2->cols == inter);
     CpuExpertCtx ex = {a, order + offsets[e], weights, xg, y};
     const int64_t grain = cpu_grain(be, n, hidden, CPU_MOE_PARALLEL_MIN);
     cpu_parallel(be, n, grain, cpu_moe_gather_task, &ex);

@@ -260,7 +260,8 @@ void cpu_mx8_linear(Backend *be, const WeightMatrix *w, const float *x, int num_
                     bool serial) {
   CHECK(w->format == WEIGHT_MXFP4 && w->cols % MXFP4_BLOCK_SIZE == 0);
   if (num_rows <= CPU_MX8ROW_MAX_ROWS) {
-    cpu_mx8row_linear(be, w, x, num_rows, y, serial);
+    const CpuMx8RowProduct p = {w, x, num_rows, y};
+    cpu_mx8row_linear(be, &p, 1, serial);
     return;
   }
   const int64_t cols = w->cols, blocks = cols / MXFP4_BLOCK_SIZE;

@@ -9,7 +9,9 @@
 // lane's block scale times the input's block scale multiplies it into a float lane sum, and the
 // 16 lanes are added at the end of the row (cpu_sum16, 16 rows at a time). The inputs are
 // quantized as cpu_mx8.c quantizes them; the float additions come in another order, so a row's
-// result can differ from cpu_mx8.c's in the last bits. Threads take pieces of 16-row groups.
+// result can differ from cpu_mx8.c's in the last bits. A call takes several products (the
+// experts of a decode step, cpu_moe.c) in one parallel loop: threads take pieces of their 16-row
+// groups, and read ahead of the hardware prefetcher.
 // Compiled for AVX-512 with target attributes: cpu_mx8_linear calls it only on CPUs with VNNI.
 // Reads the weights, writes only y and its scratch.
 #include <immintrin.h>
@@ -24,8 +26,11 @@
 #define CPU_MX8ROW_CHUNK_BLOCKS 4  // MXFP4 blocks per 64-byte load of a weight row
 #define CPU_MX8ROW_GROUP 16        // weight rows summed together by cpu_sum16
 #define CPU_MX8ROW_PIECES_PER_THREAD 8
-// Bytes read ahead (a 1024 x 512 expert, one input row: 14 -> 13 us on 2 threads, 21 -> 16 on one).
-#define CPU_MX8ROW_PREFETCH 1024
+// Bytes read ahead into L1 and into L2: from memory, a thread's stream of rows alone keeps too
+// few reads in flight (gpt-oss-tiny's MoE at one token: 116 -> 99 us a layer with both, 111
+// with 4 KiB ahead into L1 alone).
+#define CPU_MX8ROW_PREFETCH_L1 1024
+#define CPU_MX8ROW_PREFETCH_L2 4096
 
 // One input row quantized for this kernel, padded with zeros to whole chunks of 4 blocks:
 // per chunk, the 64 even-column and 64 odd-column int8 values, and per int32 lane (4 blocks
@@ -67,8 +72,8 @@ CPU_MX8_TARGET static void cpu_mx8row_quantize(const float *x, int64_t cols, int
 
 // The float lane sums of two weight rows (their codes and scales where they lie) against input
 // rows 0 .. MT - 1: f[i * 16 + z] lane 4j + d holds row z's products in lane d of block 4c + j
-// over the row's chunks c. Read CPU_MX8ROW_PREFETCH bytes ahead: the rows of a group lie one
-// after the other, so that is the next chunks or the next rows.
+// over the row's chunks c. The rows of a group lie one after the other, so reading ahead
+// (CPU_MX8ROW_PREFETCH_*) reaches the next chunks or the next rows.
 CPU_MX8_INLINE void cpu_mx8row_pair(const uint8_t *const codes[2], const uint8_t *const scales[2],
                                     int64_t blocks, int64_t chunks, const CpuMx8RowInput *in,
                                     __m512 *f, const int MT) {
@@ -94,8 +99,9 @@ CPU_MX8_INLINE void cpu_mx8row_pair(const uint8_t *const codes[2], const uint8_t
             _mm_maskz_loadu_epi8((__mmask16)((1u << n16) - 1), scales[z] + b0)));
       }
       const __m512 h = _mm512_permutexvar_ps(which, h16[z]);
-      _mm_prefetch((const char *)codes[z] + b0 * MXFP4_BLOCK_BYTES + CPU_MX8ROW_PREFETCH,
-                   _MM_HINT_T0);
+      const uintptr_t at = (uintptr_t)(codes[z] + b0 * MXFP4_BLOCK_BYTES);  // may end past w
+      _mm_prefetch((const char *)(at + CPU_MX8ROW_PREFETCH_L1), _MM_HINT_T0);
+      _mm_prefetch((const char *)(at + CPU_MX8ROW_PREFETCH_L2), _MM_HINT_T1);
       const __m512i v = _mm512_maskz_loadu_epi8(m, codes[z] + b0 * MXFP4_BLOCK_BYTES);
       const __m512i ue = _mm512_shuffle_epi8(table, _mm512_and_si512(v, low));
       const __m512i uo = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low));
@@ -144,51 +150,73 @@ CPU_MX8_INLINE void cpu_mx8row_group(const WeightMatrix *w, int64_t row0, const 
   }
 }
 
+// One product of a call, its input rows quantized, and where its groups begin among the call's.
 typedef struct {
-  const WeightMatrix *w;
-  const CpuMx8RowInput *in;
-  int num_rows;
-  float *y;
+  CpuMx8RowProduct p;
+  CpuMx8RowInput in[CPU_MX8ROW_MAX_ROWS];
+  int64_t first_group;
+} CpuMx8RowJob;
+
+typedef struct {
+  const CpuMx8RowJob *jobs;  // [count + 1]: the last holds only first_group, the total
+  int count;
 } CpuMx8RowCtx;
 
-#define CPU_MX8ROW_CASE(mt)                                         \
-  case mt:                                                          \
-    for (int64_t g = begin; g < end; g++)                           \
-      cpu_mx8row_group(c->w, g *CPU_MX8ROW_GROUP, c->in, c->y, mt); \
-    return;
+#define CPU_MX8ROW_CASE(mt) \
+  case mt: cpu_mx8row_group(j->p.w, row0, j->in, j->p.y, mt); break;
 
-// Groups begin .. end - 1 of 16 weight rows.
+// Items begin .. end - 1: groups of 16 weight rows, each product's after the one before.
 CPU_MX8_TARGET static void cpu_mx8row_task(void *ctx, int64_t begin, int64_t end, int tid) {
   (void)tid;
   const CpuMx8RowCtx *c = ctx;
-  switch (c->num_rows) {
-    CPU_MX8ROW_CASE(1)
-    CPU_MX8ROW_CASE(2)
-    CPU_MX8ROW_CASE(3)
-    CPU_MX8ROW_CASE(4)
+  int k = 0;
+  for (int64_t g = begin; g < end; g++) {
+    while (g >= c->jobs[k + 1].first_group) k++;
+    const CpuMx8RowJob *j = c->jobs + k;
+    const int64_t row0 = (g - j->first_group) * CPU_MX8ROW_GROUP;
+    switch (j->p.num_rows) {
+      CPU_MX8ROW_CASE(1)
+      CPU_MX8ROW_CASE(2)
+      CPU_MX8ROW_CASE(3)
+      CPU_MX8ROW_CASE(4)
+      default: CHECK(!"unsupported number of input rows");
+    }
   }
-  CHECK(!"unsupported number of input rows");
 }
 
-void cpu_mx8row_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
-                       bool serial) {
-  CHECK(w->format == WEIGHT_MXFP4 && w->cols % MXFP4_BLOCK_SIZE == 0);
-  CHECK(num_rows >= 1 && num_rows <= CPU_MX8ROW_MAX_ROWS);
-  const int64_t blocks = w->cols / MXFP4_BLOCK_SIZE;
-  const int64_t chunks = (blocks + CPU_MX8ROW_CHUNK_BLOCKS - 1) / CPU_MX8ROW_CHUNK_BLOCKS;
-  const size_t row_bytes = (size_t)chunks * 64 * 4;  // even, odd, start, scale
-  char *buf = cpu_scratch(be, CPU_SCRATCH_INPUT, (size_t)num_rows * row_bytes);
-  CpuMx8RowInput in[CPU_MX8ROW_MAX_ROWS];
-  for (int i = 0; i < num_rows; i++) {
-    char *p = buf + (size_t)i * row_bytes;
-    int8_t *even = (int8_t *)p, *odd = (int8_t *)(p + chunks * 64);
-    int32_t *start = (int32_t *)(p + chunks * 128);
-    float *scale = (float *)(p + chunks * 192);
-    cpu_mx8row_quantize(x + i * w->cols, w->cols, chunks, even, odd, start, scale);
-    in[i] = (CpuMx8RowInput){even, odd, start, scale};
+void cpu_mx8row_linear(Backend *be, const CpuMx8RowProduct *products, int count, bool serial) {
+  CHECK(count >= 1);
+  size_t bytes = ((size_t)(count + 1) * sizeof(CpuMx8RowJob) + 63) & ~(size_t)63;
+  for (int k = 0; k < count; k++) {
+    const CpuMx8RowProduct *p = products + k;
+    CHECK(p->w->format == WEIGHT_MXFP4 && p->w->cols % MXFP4_BLOCK_SIZE == 0);
+    CHECK(p->num_rows >= 1 && p->num_rows <= CPU_MX8ROW_MAX_ROWS);
+    const int64_t chunks =
+        (p->w->cols / MXFP4_BLOCK_SIZE + CPU_MX8ROW_CHUNK_BLOCKS - 1) / CPU_MX8ROW_CHUNK_BLOCKS;
+    bytes += (size_t)p->num_rows * (size_t)chunks * 64 * 4;  // even, odd, start, scale
   }
-  CpuMx8RowCtx c = {w, in, num_rows, y};
-  const int64_t groups = (w->rows + CPU_MX8ROW_GROUP - 1) / CPU_MX8ROW_GROUP;
+  char *buf = cpu_scratch(be, CPU_SCRATCH_INPUT, bytes);
+  CpuMx8RowJob *jobs = (CpuMx8RowJob *)buf;
+  char *cursor = buf + (((size_t)(count + 1) * sizeof(CpuMx8RowJob) + 63) & ~(size_t)63);
+  int64_t groups = 0;
+  for (int k = 0; k < count; k++) {
+    const CpuMx8RowProduct *p = products + k;
+    const int64_t cols = p->w->cols;
+    const int64_t chunks =
+        (cols / MXFP4_BLOCK_SIZE + CPU_MX8ROW_CHUNK_BLOCKS - 1) / CPU_MX8ROW_CHUNK_BLOCKS;
+    jobs[k] = (CpuMx8RowJob){.p = *p, .first_group = groups};
+    for (int i = 0; i < p->num_rows; i++) {
+      int8_t *even = (int8_t *)cursor, *odd = (int8_t *)(cursor + chunks * 64);
+      int32_t *start = (int32_t *)(cursor + chunks * 128);
+      float *scale = (float *)(cursor + chunks * 192);
+      cpu_mx8row_quantize(p->x + i * cols, cols, chunks, even, odd, start, scale);
+      jobs[k].in[i] = (CpuMx8RowInput){even, odd, start, scale};
+      cursor += chunks * 256;
+    }
+    groups += (p->w->rows + CPU_MX8ROW_GROUP - 1) / CPU_MX8ROW_GROUP;
+  }
+  jobs[count].first_group = groups;
+  CpuMx8RowCtx c = {jobs, count};
   const int64_t pieces = (int64_t)cpu_state(be)->num_threads * CPU_MX8ROW_PIECES_PER_THREAD;
   cpu_parallel(be, groups, serial ? groups : (groups + pieces - 1) / pieces, cpu_mx8row_task, &c);
 }
