@@ -22,7 +22,10 @@
 //
 //   bench_engine [--dense f32|bf16|q8] [--experts f32|bf16|mxfp4] [--batches 1,8,32,64]
 //                [--prompt 128] [--gen 64] [--chunk 2048] [--threads N] [--runs 1]
-//                [--model gpt-oss-tiny]
+//                [--model gpt-oss-tiny] [--kernels all|avx2|portable]
+// --kernels: the backend's kernels as cpu_backend_create (all the CPU has),
+// cpu_backend_create_avx2 (AVX2 alone, as on a CPU without AVX-512) or
+// cpu_backend_create_portable (none of its own) choose them.
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +55,7 @@ typedef struct {
   int num_batches;
   int prompt_len, gen_len, chunk, num_threads;
   int runs;  // runs per batch size: the fastest and the median are printed
+  const char *kernels;
 } BenchOptions;
 
 // The arrays behind one forward call's Batch, sized for the largest call.
@@ -103,14 +107,20 @@ static BenchOptions parse_options(int argc, char **argv) {
                     .prompt_len = 128,
                     .gen_len = 64,
                     .chunk = 2048,
-                    .runs = 1};
+                    .runs = 1,
+                    .kernels = "all"};
   parse_batches("1,8,32,64", &o);
-  static const struct option longopts[] = {
-      {"dense", required_argument, 0, 'd'},   {"experts", required_argument, 0, 'e'},
-      {"batches", required_argument, 0, 'b'}, {"prompt", required_argument, 0, 'p'},
-      {"gen", required_argument, 0, 'g'},     {"chunk", required_argument, 0, 'c'},
-      {"threads", required_argument, 0, 't'}, {"model", required_argument, 0, 'm'},
-      {"runs", required_argument, 0, 'r'},    {0, 0, 0, 0}};
+  static const struct option longopts[] = {{"dense", required_argument, 0, 'd'},
+                                           {"experts", required_argument, 0, 'e'},
+                                           {"batches", required_argument, 0, 'b'},
+                                           {"prompt", required_argument, 0, 'p'},
+                                           {"gen", required_argument, 0, 'g'},
+                                           {"chunk", required_argument, 0, 'c'},
+                                           {"threads", required_argument, 0, 't'},
+                                           {"model", required_argument, 0, 'm'},
+                                           {"runs", required_argument, 0, 'r'},
+                                           {"kernels", required_argument, 0, 'k'},
+                                           {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
     switch (c) {
@@ -129,6 +139,12 @@ static BenchOptions parse_options(int argc, char **argv) {
       case 't': o.num_threads = parse_int("--threads", optarg, 0, 1024); break;
       case 'm': o.model = optarg; break;
       case 'r': o.runs = parse_int("--runs", optarg, 1, BENCH_MAX_RUNS); break;
+      case 'k':
+        if (strcmp(optarg, "all") != 0 && strcmp(optarg, "avx2") != 0 &&
+            strcmp(optarg, "portable") != 0)
+          die("--kernels '%s': all, avx2 or portable", optarg);
+        o.kernels = optarg;
+        break;
       default: die("usage: see the header of tests/bench/bench_engine.c");
     }
   }
@@ -409,8 +425,13 @@ static double bench_ceiling(Backend *be, const GptOssWeights *w, const BenchOpti
     printf("ceiling.q8_vnni_cached_gflops %.2f\n",
            linear_gflops(vnni, &slice, BENCH_CEILING_ROWS, 20));
     vnni->destroy(vnni);
-  } else if (o->dense == WEIGHT_Q8) {
-    printf("ceiling.q8_kernel avx512-vnni (or portable)\n");
+  } else if (o->dense == WEIGHT_Q8) {  // as cpu_backend.c chooses without AMX
+    const bool vnni = strcmp(o->kernels, "all") == 0 && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512vnni");
+    printf("ceiling.q8_kernel %s\n", vnni                        ? "avx512-vnni"
+                                     : cpu_backend_uses_avx2(be) ? "avx2"
+                                                                 : "portable");
   }
   double best = sgemm > dense ? sgemm : dense;
   best = best > cached ? best : cached;
@@ -439,7 +460,10 @@ int main(int argc, char **argv) {
   const double bytes = decode_bytes_per_token(&w, o.prompt_len + o.gen_len / 2);
   const double read_gbs = stream_read_gbs((size_t)bytes, threads);
   const double memory_gbs = stream_read_gbs(BENCH_STREAM_BYTES, threads);
-  Backend *be = cpu_backend_create(o.num_threads);
+  Backend *be = strcmp(o.kernels, "avx2") == 0       ? cpu_backend_create_avx2(o.num_threads)
+                : strcmp(o.kernels, "portable") == 0 ? cpu_backend_create_portable(o.num_threads)
+                                                     : cpu_backend_create(o.num_threads);
+  if (!be) die("--kernels avx2: this CPU has no AVX2 and FMA");
   const int prefill_seqs = o.chunk / o.prompt_len < max_b ? o.chunk / o.prompt_len : max_b;
   const int max_tokens = prefill_seqs * o.prompt_len > max_b ? prefill_seqs * o.prompt_len : max_b;
   Model m;
@@ -449,6 +473,7 @@ int main(int argc, char **argv) {
   printf("dense_format %s\n", weight_format_name(o.dense));
   printf("expert_format %s\n", weight_format_name(o.experts));
   printf("threads %d\n", threads);
+  printf("kernels %s\n", o.kernels);
   printf("prompt_len %d\n", o.prompt_len);
   printf("gen_len %d\n", o.gen_len);
   printf("load_s %.2f\n", load_s);

@@ -1,8 +1,10 @@
 // test_cpu_kernels.c: the CPU backend's building blocks below the ops (test_cpu_ops.c tests the
 // ops): the thread pool (every item of a loop runs exactly once, on a valid thread, over many
-// loop sizes, piece sizes and thousands of loops in a row) and the AVX-512 helpers (the vector
-// exp against libm's expf, the 16-vector lane sums and 16x16 transpose against scalar loops),
-// which run only where the CPU has AVX-512.
+// loop sizes, piece sizes and thousands of loops in a row), the AVX-512 helpers (the vector exp
+// against libm's expf, the 16-vector lane sums and 16x16 transpose against scalar loops), which
+// run only where the CPU has AVX-512, the AVX2 helpers (the sign-moved int8 dot product, lane
+// sums, max |x| and quantization against scalar loops), which run only where it has AVX2 and FMA,
+// and which kernels each backend constructor lets the backend choose.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,7 +18,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/cpu/cpu_avx2.h"
 #include "backend/cpu/cpu_avx512.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_pool.h"
 #include "common/check.h"
 
@@ -161,12 +165,101 @@ static void test_lane_sums_and_transpose(void **state) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// AVX2 helpers
+
+static bool have_avx2(void) {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+CPU_AVX2_TARGET static void dot4_sum8(const int8_t *w, const int8_t *x, int32_t *dots,
+                                      const float *f, float *sum) {
+  const __m256i acc = _mm256_set1_epi32(1000);
+  const __m256i d = cpu_avx2_dot4(acc, _mm256_loadu_si256((const __m256i *)w),
+                                  _mm256_loadu_si256((const __m256i *)x));
+  _mm256_storeu_si256((__m256i *)dots, d);
+  *sum = cpu_avx2_sum8(_mm256_loadu_ps(f));
+}
+
+CPU_AVX2_TARGET static float max_abs(const float *x, int64_t n) { return cpu_avx2_max_abs(x, n); }
+
+CPU_AVX2_TARGET static int32_t quantize(const float *x, int64_t n, float inv, int8_t *q) {
+  return cpu_avx2_quantize(x, n, inv, q);
+}
+
+// The int8 dot product at its extremes (|w| and |x| up to 127, x of either sign and zero), the
+// lane sums, max |x| over lengths with and without a tail of fewer than 8, and the quantization
+// (nearest even, ties included) with its sum.
+static void test_avx2_helpers(void **state) {
+  (void)state;
+  if (!have_avx2()) {
+    printf("# skipped: this CPU has no AVX2 and FMA\n");
+    return;
+  }
+  int8_t w[32], x[32];
+  for (int k = 0; k < 32; k++) {
+    w[k] = (int8_t)(k % 2 ? 127 : -127 + 9 * k);
+    x[k] = (int8_t)(k % 3 == 0 ? -127 : k % 3 == 1 ? 127 : 0);
+  }
+  x[5] = -3;
+  int32_t dots[8];
+  float f[8] = {1, 2, 3, 4, 5, 6, 7, 0.5f}, sum;
+  dot4_sum8(w, x, dots, f, &sum);
+  for (int lane = 0; lane < 8; lane++) {
+    int32_t want = 1000;
+    for (int k = 4 * lane; k < 4 * lane + 4; k++) want += w[k] * x[k];
+    assert_int_equal(dots[lane], want);
+  }
+  assert_true(sum == 28.5f);
+  float v[37];
+  for (int k = 0; k < 37; k++) v[k] = (float)((k * 7) % 11) - 5.0f;
+  v[36] = -9.0f;  // in the tail
+  assert_true(max_abs(v, 36) == 5.0f && max_abs(v, 37) == 9.0f && max_abs(v, 3) == 5.0f);
+  const float inv = 127.0f / 9.0f;
+  int8_t q[37];
+  float ties[37];
+  for (int k = 0; k < 37; k++) ties[k] = (float)(k - 18) * 0.5f / inv;  // halves: ties
+  const int32_t total = quantize(ties, 37, inv, q);
+  int32_t want_total = 0;
+  for (int k = 0; k < 37; k++) {
+    const int8_t want = (int8_t)nearbyintf(ties[k] * inv);
+    assert_int_equal(q[k], want);
+    want_total += want;
+  }
+  assert_int_equal(total, want_total);
+}
+
+// The portable constructor leaves every kernel of its own out, the AVX2 one keeps AVX2 alone
+// (and exists only where the CPU has it), the default one takes what the CPU has: the dispatch
+// tests in test_cpu_ops.c run each group on the kernels these flags name.
+static void test_backend_kernel_choice(void **state) {
+  (void)state;
+  Backend *portable = cpu_backend_create_portable(1), *avx2 = cpu_backend_create_avx2(1);
+  Backend *fast = cpu_backend_create(1);
+  assert_false(cpu_backend_uses_avx2(portable));
+  assert_false(cpu_backend_uses_amx(portable));
+  assert_int_equal(cpu_backend_uses_avx2(fast), have_avx2());
+  if (!have_avx2()) {
+    assert_null(avx2);
+    printf("# skipped: no AVX2 backend on this CPU\n");
+  } else {
+    assert_true(cpu_backend_uses_avx2(avx2));
+    assert_false(cpu_backend_uses_amx(avx2));
+    assert_false(cpu_backend_uses_amx_bf16(avx2));
+    avx2->destroy(avx2);
+  }
+  portable->destroy(portable);
+  fast->destroy(fast);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pool_runs_every_item_once),
       cmocka_unit_test(test_pool_many_loops),
       cmocka_unit_test(test_exp_matches_expf),
       cmocka_unit_test(test_lane_sums_and_transpose),
+      cmocka_unit_test(test_avx2_helpers),
+      cmocka_unit_test(test_backend_kernel_choice),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,7 +25,10 @@
 
 // Whether the group running now uses the default backend (the AVX-512 kernels where the CPU has
 // them) rather than the portable one, and whether that backend has AMX-BF16.
-static bool g_fast, g_amx_bf16;
+// The kernels the backend under test may choose from (cpu_backend.c's three constructors).
+typedef enum { KERNELS_PORTABLE, KERNELS_AVX2, KERNELS_ALL } Kernels;
+static Kernels g_kernels;
+static bool g_amx_bf16;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers: comparisons, weights in each format (random numbers: test_rng.h).
@@ -143,13 +146,19 @@ static double ref_linear(const double *w, int64_t rows, int64_t cols, const floa
 }
 
 static int setup_portable(void **state) {
-  g_fast = false, g_amx_bf16 = false;
+  g_kernels = KERNELS_PORTABLE, g_amx_bf16 = false;
   *state = cpu_backend_create_portable(2);
   return *state ? 0 : -1;
 }
 
+static int setup_avx2(void **state) {
+  g_kernels = KERNELS_AVX2, g_amx_bf16 = false;
+  *state = cpu_backend_create_avx2(2);
+  return *state ? 0 : -1;
+}
+
 static int setup_fast(void **state) {
-  g_fast = true;
+  g_kernels = KERNELS_ALL;
   *state = cpu_backend_create(2);
   g_amx_bf16 = *state && cpu_backend_uses_amx_bf16(*state);
   return *state ? 0 : -1;
@@ -167,34 +176,39 @@ static int teardown_backend(void **state) {
 // How the backend under test rounds num_rows input rows of format f: not at all (float32
 // products), to bf16, or to int8 with one scale per `int8_span` columns (the same question
 // cpu_backend_create asks the CPU, answered independently; MXFP4 from CPU_MXFP4_AMX_MIN_ROWS rows
-// goes through AMX-BF16 where the backend has it).
+// goes through AMX-BF16 where the backend has it; the AVX2 kernels round Q8's inputs as VNNI's,
+// and MXFP4's as cpu_mx8.c's up to CPU_ROWSAVX2_MAX_ROWS rows).
 typedef enum { ROUND_NONE, ROUND_BF16, ROUND_INT8 } InputRounding;
 
 static InputRounding kernel_rounding(WeightFormat f, int num_rows, int64_t cols,
                                      int64_t *int8_span) {
-  if (!g_fast || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-      !__builtin_cpu_supports("avx512vl"))
-    return ROUND_NONE;
-  const bool vnni = __builtin_cpu_supports("avx512vnni");
-  const char *mxfp4 = getenv("GPTOSS_CPU_MXFP4");
   *int8_span = cols;  // Q8: one scale per row
-  if (f == WEIGHT_Q8) return vnni ? ROUND_INT8 : ROUND_NONE;
-  if (f == WEIGHT_MXFP4 && vnni && !(mxfp4 && strcmp(mxfp4, "bf16") == 0) &&
-      !(g_amx_bf16 && num_rows >= CPU_MXFP4_AMX_MIN_ROWS)) {
-    *int8_span = 32;  // MXFP4 through cpu_mx8.c: one scale per 32-column block
-    return ROUND_INT8;
+  if (g_kernels == KERNELS_PORTABLE) return ROUND_NONE;
+  const bool avx512 = g_kernels == KERNELS_ALL && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  const bool vnni = avx512 && __builtin_cpu_supports("avx512vnni");
+  const bool bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const char *mxfp4 = getenv("GPTOSS_CPU_MXFP4");
+  if (f == WEIGHT_Q8) return vnni || avx2 ? ROUND_INT8 : ROUND_NONE;
+  if (f == WEIGHT_MXFP4) {
+    const bool mx8 = vnni && !(mxfp4 && strcmp(mxfp4, "bf16") == 0) &&
+                     !(g_amx_bf16 && num_rows >= CPU_MXFP4_AMX_MIN_ROWS);
+    *int8_span = 32;  // cpu_mx8.c and cpu_rowsavx2.c: one scale per 32-column block
+    if (mx8) return ROUND_INT8;
+    if (bf16) return ROUND_BF16;
+    return avx2 && num_rows <= CPU_ROWSAVX2_MAX_ROWS ? ROUND_INT8 : ROUND_NONE;
   }
-  return (f == WEIGHT_BF16 || f == WEIGHT_MXFP4) && __builtin_cpu_supports("avx512bf16")
-             ? ROUND_BF16
-             : ROUND_NONE;
+  return f == WEIGHT_BF16 && bf16 ? ROUND_BF16 : ROUND_NONE;
 }
 
-// Rounds input rows in place as the kernel for format f does: not at all, to bf16 (nearest
-// even), or to int8 steps of max |x| / 127 over each span of columns (cpu_q8.c's and
-// cpu_mx8.c's arithmetic, in float).  x: [num_rows, cols]
-static void round_like_kernel(WeightFormat f, float *x, int num_rows, int64_t cols) {
+// Rounds the first num_rows of a product's batch_rows input rows in place as the kernel for
+// format f does: not at all, to bf16 (nearest even), or to int8 steps of max |x| / 127 over each
+// span of columns (cpu_q8.c's and cpu_mx8.c's arithmetic, in float).  x: [num_rows, cols]
+static void round_rows_like_kernel(WeightFormat f, float *x, int num_rows, int batch_rows,
+                                   int64_t cols) {
   int64_t span = cols;
-  const InputRounding rounding = kernel_rounding(f, num_rows, cols, &span);
+  const InputRounding rounding = kernel_rounding(f, batch_rows, cols, &span);
   for (int64_t c0 = 0; rounding != ROUND_NONE && c0 < (int64_t)num_rows * cols; c0 += span) {
     float *part = x + c0, amax = 0;  // [span] within one row
     for (int64_t c = 0; c < span; c++) amax = fmaxf(amax, fabsf(part[c]));
@@ -203,6 +217,11 @@ static void round_like_kernel(WeightFormat f, float *x, int num_rows, int64_t co
       part[c] = rounding == ROUND_INT8 ? (float)((double)nearbyintf(part[c] * inv) * step)
                                        : (float)bf16_to_double(bf16_from_float(part[c]));
   }
+}
+
+// The same for all the input rows of a product.  x: [num_rows, cols]
+static void round_like_kernel(WeightFormat f, float *x, int num_rows, int64_t cols) {
+  round_rows_like_kernel(f, x, num_rows, num_rows, cols);
 }
 
 // The input the backend multiplies: x rounded as the kernel rounds it (a copy).
@@ -266,8 +285,8 @@ static void test_linear_mxfp4(void **state) {
   // With VNNI, products of up to CPU_MX8ROW_MAX_ROWS input rows read the weight rows in place
   // (the first eight shapes, {1, 64, 32} and {2, 64, 64}: groups of 16 rows with a short last
   // one, 64-byte chunks of 4 blocks with a short last one, the scales of 16 blocks reloaded);
-  // more rows decode tiles. From CPU_MXFP4_AMX_MIN_ROWS input rows, AMX-BF16 where the CPU has it (the
-  // last four; the last in two chunks of input rows, 256 and 44).
+  // more rows decode tiles. From CPU_MXFP4_AMX_MIN_ROWS input rows, AMX-BF16 where the CPU has it
+  // (the last four; the last in two chunks of input rows, 256 and 44).
   const int shapes[][3] = {{1, 1, 32},    {1, 5, 64},     {3, 9, 96},     {4, 33, 32},
                            {1, 40, 2880}, {2, 17, 576},   {4, 33, 544},   {3, 20, 1056},
                            {6, 33, 128},  {7, 200, 4096}, {7, 64, 64},    {13, 64, 64},
@@ -295,16 +314,42 @@ static void test_linear_q8(void **state) {
                    900 + i * 4 + v);
 }
 
-// Runs format f's products at each shape {input rows, weight rows, columns} on a backend with
-// AMX (the default) and one without (GPTOSS_CPU_AMX=0, as on a CPU without it), from the same
-// random bias and y (accumulate at every other shape). exact: bit for bit; else within float32
-// rounding of sums of |terms| <= 1 (1e-5 per column); no bias at every third shape. Prints
-// "skipped" where uses_amx says the default backend has no AMX for f (this CPU has none, or
-// Linux refused its tiles).
+// Runs format f's products at each shape {input rows, weight rows, columns} on backends a and b
+// from the same random bias and y (accumulate at every other shape, no bias at every third).
+// exact: bit for bit; else within float32 rounding of sums of |terms| <= 1 (1e-5 per column).
+static void expect_backends_agree(Backend *a, Backend *b, WeightFormat f, const int (*shapes)[3],
+                                  size_t num_shapes, uint64_t seed, bool exact) {
+  for (size_t i = 0; i < num_shapes; i++) {
+    const int m = shapes[i][0];
+    const int64_t rows = shapes[i][1], cols = shapes[i][2];
+    Rng r = {seed + i};
+    TestWeight w = weight_make(f, rows, cols, &r, 1.0f);
+    float *x = random_floats(&r, (size_t)(m * cols), 1.0f);
+    float *bias = random_floats(&r, (size_t)rows, 1.0f);
+    float *ya = random_floats(&r, (size_t)(m * rows), 1.0f);
+    float *yb = xmalloc((size_t)(m * rows) * sizeof(float));
+    memcpy(yb, ya, (size_t)(m * rows) * sizeof(float));
+    const float *with = i % 3 == 2 ? NULL : bias;
+    a->linear(a, &w.m, with, x, m, ya, i % 2 == 1);
+    b->linear(b, &w.m, with, x, m, yb, i % 2 == 1);
+    if (exact)
+      assert_memory_equal(ya, yb, (size_t)(m * rows) * sizeof(float));
+    else
+      for (size_t j = 0; j < (size_t)(m * rows); j++)
+        assert_float_equal(ya[j], yb[j], 1e-5 * (double)cols);
+    weight_free(&w);
+    free(x), free(bias), free(ya), free(yb);
+  }
+}
+
+// Runs format f's products at each shape on a backend with AMX (the default) and one without
+// (GPTOSS_CPU_AMX=0, as on a CPU without it): expect_backends_agree. Prints "skipped" where
+// uses_amx says the default backend has no AMX for f (this CPU has none, or Linux refused its
+// tiles).
 static void check_amx_against_plain(WeightFormat f, bool (*uses_amx)(Backend *),
                                     const int (*shapes)[3], size_t num_shapes, uint64_t seed,
                                     bool exact, const char *what) {
-  if (!g_fast) return;  // the portable group has neither
+  if (g_kernels != KERNELS_ALL) return;  // the other groups have neither
   // MXFP4: both backends on bf16 inputs (cpu_mx8.c's int8 inputs would differ by more). The
   // user's own settings of both variables are put back afterwards.
   char *user_mxfp4 = getenv("GPTOSS_CPU_MXFP4"), *user_amx = getenv("GPTOSS_CPU_AMX");
@@ -325,27 +370,7 @@ static void check_amx_against_plain(WeightFormat f, bool (*uses_amx)(Backend *),
   if (!uses_amx(amx)) {
     print_message("# skipped: no %s (this CPU has none, or Linux refused its tiles)\n", what);
   } else {
-    for (size_t i = 0; i < num_shapes; i++) {
-      const int m = shapes[i][0];
-      const int64_t rows = shapes[i][1], cols = shapes[i][2];
-      Rng r = {seed + i};
-      TestWeight w = weight_make(f, rows, cols, &r, 1.0f);
-      float *x = random_floats(&r, (size_t)(m * cols), 1.0f);
-      float *bias = random_floats(&r, (size_t)rows, 1.0f);
-      float *ya = random_floats(&r, (size_t)(m * rows), 1.0f);
-      float *yp = xmalloc((size_t)(m * rows) * sizeof(float));
-      memcpy(yp, ya, (size_t)(m * rows) * sizeof(float));
-      const float *b = i % 3 == 2 ? NULL : bias;
-      amx->linear(amx, &w.m, b, x, m, ya, i % 2 == 1);
-      plain->linear(plain, &w.m, b, x, m, yp, i % 2 == 1);
-      if (exact)
-        assert_memory_equal(ya, yp, (size_t)(m * rows) * sizeof(float));
-      else
-        for (size_t j = 0; j < (size_t)(m * rows); j++)
-          assert_float_equal(ya[j], yp[j], 1e-5 * (double)cols);
-      weight_free(&w);
-      free(x), free(bias), free(ya), free(yp);
-    }
+    expect_backends_agree(amx, plain, f, shapes, num_shapes, seed, exact);
     print_message("# %s against the AVX-512 kernel, %s, at %zu shapes\n", what,
                   exact ? "bit for bit" : "within float32 rounding", num_shapes);
   }
@@ -363,6 +388,25 @@ static void test_linear_q8_amx_matches_vnni(void **state) {
                            {100, 70, 2880}, {300, 100, 512}};
   check_amx_against_plain(WEIGHT_Q8, cpu_backend_uses_amx, shapes, sizeof shapes / sizeof shapes[0],
                           1300, true, "AMX-INT8");
+}
+
+// Q8 on AVX2 gives the default backend's results (VNNI, or AMX-INT8 from 8 rows) bit for bit:
+// the same int8 inputs, the same integer sums, the same epilogue. Register blocks of 2 tiles by
+// 1 row and 1 tile by up to 4, short last tiles and groups, several chunks of 256 input rows.
+static void test_linear_q8_avx2_matches_vnni(void **state) {
+  if (g_kernels != KERNELS_ALL) return;  // the default group has both
+  Backend *fast = *state, *avx2 = cpu_backend_create_avx2(2);
+  if (!avx2 || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512vnni")) {
+    print_message("# skipped: this CPU lacks AVX2 or AVX-512 VNNI\n");
+    if (avx2) avx2->destroy(avx2);
+    return;
+  }
+  const int shapes[][3] = {{1, 16, 64},  {1, 33, 2880}, {2, 17, 96},    {3, 40, 5},
+                           {4, 64, 512}, {5, 48, 130},  {9, 100, 2880}, {300, 70, 512}};
+  expect_backends_agree(fast, avx2, WEIGHT_Q8, shapes, sizeof shapes / sizeof shapes[0], 1500,
+                        true);
+  avx2->destroy(avx2);
 }
 
 // BF16 on AMX-BF16: other summation orders than vdpbf16ps on the same rounded inputs.
@@ -948,7 +992,8 @@ static void moe_init(Moe *m, int hidden, int experts, int k, int inter, WeightFo
                         .swiglu_limit = 7.0f};
   // The default backend rounds a BF16 router's input to bf16, which may swap two nearly tied
   // experts of this random data: its router is float32, so routing is exact on both backends.
-  const WeightFormat router = g_fast || f == WEIGHT_F32 ? WEIGHT_F32 : WEIGHT_BF16;
+  const WeightFormat router =
+      g_kernels == KERNELS_ALL || f == WEIGHT_F32 ? WEIGHT_F32 : WEIGHT_BF16;
   m->gate = weight_make(router, experts, hidden, r, 1.0f);
   m->gate_bias = random_floats(r, (size_t)experts, 1.0f);
   m->mlp1 = xcalloc((size_t)experts, sizeof(TestWeight));
@@ -984,44 +1029,52 @@ static double ref_swiglu(double g, double lin, double limit) {
 }
 
 // out[t] = residual[t] + sum over token t's top-k experts e of w_e (mlp2_e(swiglu(mlp1_e x)) + b),
-// with mlp1's and mlp2's inputs rounded as the backend's kernels round them.
-// x, residual, out: [num_tokens, hidden]
+// with mlp1's and mlp2's inputs rounded as the backend's kernels round them for an expert with
+// that many tokens.  x, residual, out: [num_tokens, hidden]
 static void ref_moe(const Moe *m, const float *x, const float *residual, int num_tokens,
                     double limit, double *out) {
   const int H = m->c.hidden_size, E = m->c.num_experts, k = m->c.experts_per_token;
   const int I = m->c.intermediate_size;
-  double *logit = xmalloc((size_t)E * sizeof(double)), *h = xmalloc(2 * (size_t)I * sizeof(double));
-  double *act = xmalloc((size_t)I * sizeof(double));
+  double *logit = xmalloc((size_t)num_tokens * E * sizeof(double));  // [num_tokens, E]
+  double *h = xmalloc(2 * (size_t)I * sizeof(double)), *act = xmalloc((size_t)I * sizeof(double));
   float *xr = xmalloc((size_t)H * sizeof(float)), *ar = xmalloc((size_t)I * sizeof(float));
-  int top[64];
+  int *top = xmalloc((size_t)num_tokens * k * sizeof(int));  // [num_tokens, k]
+  int tokens_of[64] = {0};                                   // [E]
   for (int t = 0; t < num_tokens; t++) {
     const float *xt = x + (size_t)t * H;
-    memcpy(xr, xt, (size_t)H * sizeof(float));
-    round_like_kernel(m->mlp1[0].m.format, xr, 1, H);
+    double *lt = logit + (size_t)t * E;
+    int *tt = top + (size_t)t * k;
     for (int e = 0; e < E; e++) {
-      logit[e] = m->gate_bias[e];
-      for (int c = 0; c < H; c++) logit[e] += (double)xt[c] * m->gate.dense[(size_t)e * H + c];
+      lt[e] = m->gate_bias[e];
+      for (int c = 0; c < H; c++) lt[e] += (double)xt[c] * m->gate.dense[(size_t)e * H + c];
     }
     for (int r = 0; r < k; r++) {  // the largest not yet taken; the lower index on ties
-      top[r] = -1;
+      tt[r] = -1;
       for (int e = 0; e < E; e++) {
         bool taken = false;
-        for (int q = 0; q < r; q++) taken = taken || top[q] == e;
-        if (!taken && (top[r] < 0 || logit[e] > logit[top[r]])) top[r] = e;
+        for (int q = 0; q < r; q++) taken = taken || tt[q] == e;
+        if (!taken && (tt[r] < 0 || lt[e] > lt[tt[r]])) tt[r] = e;
       }
+      tokens_of[tt[r]]++;
     }
+  }
+  for (int t = 0; t < num_tokens; t++) {
+    const double *lt = logit + (size_t)t * E;
+    const int *tt = top + (size_t)t * k;
     double sum = 0;
-    for (int r = 0; r < k; r++) sum += exp(logit[top[r]] - logit[top[0]]);
+    for (int r = 0; r < k; r++) sum += exp(lt[tt[r]] - lt[tt[0]]);
     for (int c = 0; c < H; c++) out[(size_t)t * H + c] = residual[(size_t)t * H + c];
     for (int r = 0; r < k; r++) {
-      const int e = top[r];
-      const double w = exp(logit[e] - logit[top[0]]) / sum;
+      const int e = tt[r];
+      const double w = exp(lt[e] - lt[tt[0]]) / sum;
+      memcpy(xr, x + (size_t)t * H, (size_t)H * sizeof(float));
+      round_rows_like_kernel(m->mlp1[0].m.format, xr, 1, tokens_of[e], H);
       for (int o = 0; o < 2 * I; o++) {
         h[o] = m->mlp1_bias[(size_t)e * 2 * I + o];
         for (int c = 0; c < H; c++) h[o] += (double)xr[c] * m->mlp1[e].dense[(size_t)o * H + c];
       }
       for (int i = 0; i < I; i++) ar[i] = (float)ref_swiglu(h[2 * i], h[2 * i + 1], limit);
-      round_like_kernel(m->mlp2[0].m.format, ar, 1, I);
+      round_rows_like_kernel(m->mlp2[0].m.format, ar, 1, tokens_of[e], I);
       for (int i = 0; i < I; i++) act[i] = ar[i];
       for (int o = 0; o < H; o++) {
         double y = m->mlp2_bias[(size_t)e * H + o];
@@ -1030,7 +1083,7 @@ static void ref_moe(const Moe *m, const float *x, const float *residual, int num
       }
     }
   }
-  free(logit), free(h), free(act), free(xr), free(ar);
+  free(logit), free(h), free(act), free(xr), free(ar), free(top);
 }
 
 // Runs the op on x (scaled by x_scale) and checks it against the reference; returns the largest
@@ -1058,7 +1111,7 @@ static double check_moe(Backend *be, const Moe *m, int num_tokens, float x_scale
   }
   // Quantized experts on the default backend: the reference rounds their inputs as the kernels
   // do, but a value next to a rounding boundary may still round the other way.
-  const bool rounded = g_fast && m->mlp1[0].m.format != WEIGHT_F32;
+  const bool rounded = g_kernels != KERNELS_PORTABLE && m->mlp1[0].m.format != WEIGHT_F32;
   expect_close(res, want, (size_t)num_tokens * H, (rounded ? 4e-3 : 1e-5) * scale, 1e-4, "moe");
   free(x), free(res), free(want), free(unclamped);
   return clamp_effect;
@@ -1291,6 +1344,7 @@ int main(void) {
       cmocka_unit_test(test_linear_mxfp4_hand),
       cmocka_unit_test(test_linear_q8),
       cmocka_unit_test(test_linear_q8_amx_matches_vnni),
+      cmocka_unit_test(test_linear_q8_avx2_matches_vnni),
       cmocka_unit_test(test_linear_bf16_amx_near_avx512),
       cmocka_unit_test(test_linear_mxfp4_amx_near_avx512),
       cmocka_unit_test(test_embed),
@@ -1314,8 +1368,12 @@ int main(void) {
       cmocka_unit_test(test_moe_probe_margins_and_flip),
       cmocka_unit_test(test_moe_grouping),
   };
-  const int portable_failed =
+  int failed =
       cmocka_run_group_tests_name("portable backend", tests, setup_portable, teardown_backend);
-  return portable_failed +
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    failed += cmocka_run_group_tests_name("avx2 backend", tests, setup_avx2, teardown_backend);
+  else
+    printf("# avx2 backend: skipped: no AVX2 and FMA on this CPU\n");
+  return failed +
          cmocka_run_group_tests_name("default backend", tests, setup_fast, teardown_backend);
 }

@@ -87,11 +87,18 @@ static bool cpu_amx_bf16_present(void) {
   return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx >> 22 & 1);
 }
 
-static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
+// The kernels a backend may choose from: none of its own (OpenBLAS on decoded tiles, scalar
+// attention), AVX2 + FMA only, or all the CPU has.
+typedef enum { CPU_KERNELS_PORTABLE, CPU_KERNELS_AVX2, CPU_KERNELS_ALL } CpuKernels;
+
+static Backend *cpu_backend_new(int num_threads, CpuKernels kernels) {
   if (num_threads <= 0) num_threads = cpu_cores_usable();
   CpuState *st = xcalloc(1, sizeof(*st));
   st->num_threads = num_threads;
   st->pool = cpu_pool_create(num_threads);
+  st->avx2 = kernels != CPU_KERNELS_PORTABLE && __builtin_cpu_supports("avx2") &&
+             __builtin_cpu_supports("fma");
+  const bool fast_kernels = kernels == CPU_KERNELS_ALL;
   st->avx512 = fast_kernels && cpu_has_avx512_base();
   st->avx512_vnni = st->avx512 && __builtin_cpu_supports("avx512vnni");
   st->avx512_bf16 = st->avx512 && __builtin_cpu_supports("avx512bf16");
@@ -130,7 +137,9 @@ static Backend *cpu_backend_new(int num_threads, bool fast_kernels) {
   return be;
 }
 
-Backend *cpu_backend_create(int num_threads) { return cpu_backend_new(num_threads, true); }
+Backend *cpu_backend_create(int num_threads) {
+  return cpu_backend_new(num_threads, CPU_KERNELS_ALL);
+}
 
 bool cpu_backend_uses_amx(Backend *be) { return cpu_state(be)->amx_int8; }
 
@@ -141,5 +150,12 @@ bool cpu_backend_pin(Backend *be, const int *cpus) {
 }
 
 Backend *cpu_backend_create_portable(int num_threads) {
-  return cpu_backend_new(num_threads, false);
+  return cpu_backend_new(num_threads, CPU_KERNELS_PORTABLE);
 }
+
+Backend *cpu_backend_create_avx2(int num_threads) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return NULL;
+  return cpu_backend_new(num_threads, CPU_KERNELS_AVX2);
+}
+
+bool cpu_backend_uses_avx2(Backend *be) { return cpu_state(be)->avx2; }

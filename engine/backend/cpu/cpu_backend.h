@@ -8,8 +8,14 @@
 
 // num_threads <= 0: one per CPU this process may use (common/cpu_cores.h).
 Backend *cpu_backend_create(int num_threads);
-// The same without the AVX-512 kernels, as on a CPU that lacks them (for tests and comparisons).
+// The same without the AVX-512 and AVX2 kernels, as on a CPU that lacks them (for tests and
+// comparisons).
 Backend *cpu_backend_create_portable(int num_threads);
+// The same with the AVX2 kernels alone, as on a CPU with AVX2 and FMA but no AVX-512 (for tests
+// and comparisons); NULL when this CPU lacks AVX2 or FMA.
+Backend *cpu_backend_create_avx2(int num_threads);
+// Whether its AVX2 kernels run where no AVX-512 one does (the CPU has AVX2 and FMA).
+bool cpu_backend_uses_avx2(Backend *be);
 // Whether Q8 products of many rows run on AMX-INT8 tiles (the CPU has them, Linux permits them,
 // GPTOSS_CPU_AMX is not 0).
 bool cpu_backend_uses_amx(Backend *be);

@@ -45,6 +45,10 @@ typedef struct {
   // keeps them on cpu_bf16.c (bf16 inputs: slower, closer to float32). With amx_bf16, only
   // products of fewer than CPU_MXFP4_AMX_MIN_ROWS input rows (cpu_linear).
   bool mxfp4_int8;
+  // AVX2 + FMA (cpu_backend_create_avx2 leaves the AVX-512 ones false): cpu_q8avx2.c for Q8
+  // where avx512_vnni is false, cpu_rowsavx2.c for BF16 and MXFP4 products of a few input rows
+  // that no AVX-512 kernel takes.
+  bool avx2;
   CpuScratch scratch[CPU_SCRATCH_COUNT];
 } CpuState;
 
@@ -81,9 +85,10 @@ void cpu_linear_prepare(float *y, const float *bias, int num_rows, int64_t n, bo
 // The backend's linear op itself on the AVX-512 kernels, on the calling thread alone when
 // serial: y = x W^T + bias (bias NULL: none), or y += that with accumulate, the bias and y's old
 // values joining each result as it is stored (no pass over y first: the unembedding's logits
-// are 804 KB a row). cpu_q8_linear: WEIGHT_Q8 (needs avx512_vnni); cpu_bf16_linear: WEIGHT_BF16
-// and WEIGHT_MXFP4 (needs avx512_bf16; without AMX-BF16 it fills y first, with
-// cpu_linear_prepare).   x: [num_rows, w->cols], y: [num_rows, w->rows], bias: [w->rows]
+// are 804 KB a row). cpu_q8_linear: WEIGHT_Q8 (needs avx512_vnni, or avx2: cpu_q8avx2.c);
+// cpu_bf16_linear: WEIGHT_BF16 and WEIGHT_MXFP4 (needs avx512_bf16; without AMX-BF16 it fills y
+// first, with cpu_linear_prepare).   x: [num_rows, w->cols], y: [num_rows, w->rows], bias:
+// [w->rows]
 void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *bias, const float *x,
                    int num_rows, float *y, bool accumulate, bool serial);
 void cpu_bf16_linear(Backend *be, const WeightMatrix *w, const float *bias, const float *x,
@@ -97,6 +102,30 @@ typedef struct {
   const float *bias;    // [w->rows], or NULL: added to each result as it is stored
   bool accumulate;      // y's old values are added too
 } CpuQ8Input;
+
+// One register block of a Q8 kernel: y[m0 + i][row0 + r] for rz tiles of 16 weight rows from w
+// (wscale: their scales) and mt input rows from m0 (only the first num_valid of the rz * 16
+// rows are written).  w: rz tiles of [groups, 16, 4], y: [*, ldy]
+typedef void (*CpuQ8Block)(const uint8_t *w, int64_t groups, const float *wscale,
+                           const CpuQ8Input *in, int m0, float *y, int64_t ldy, int64_t row0,
+                           int64_t num_valid, int rz, int mt);
+// cpu_q8_linear's AVX2 twins (cpu_q8avx2.c) of its AVX-512 steps: an input row quantized (the
+// same values; x: [cols], q: [ld]), and a register block of up to CPU_Q8AVX2_MAX_MT input rows
+// by 1 tile, or 1 row by up to CPU_Q8AVX2_RZ_ONE_ROW tiles (the same results bit for bit).
+#define CPU_Q8AVX2_MAX_MT 4
+#define CPU_Q8AVX2_RZ_ONE_ROW 2
+void cpu_q8avx2_quantize_row(const float *x, int64_t cols, int64_t ld, int8_t *q, float *scale,
+                             int32_t *corr);
+void cpu_q8avx2_block(const uint8_t *w, int64_t groups, const float *wscale, const CpuQ8Input *in,
+                      int m0, float *y, int64_t ldy, int64_t row0, int64_t num_valid, int rz,
+                      int mt);
+// cpu_rowsavx2_linear: y += x W^T for WEIGHT_BF16 and WEIGHT_MXFP4 weights and 1 ..
+// CPU_ROWSAVX2_MAX_ROWS input rows with AVX2 (cpu_linear's choice where no AVX-512 kernel takes
+// them; more rows go to decoded tiles and OpenBLAS).  x: [num_rows, w->cols], y: [num_rows,
+// w->rows]
+#define CPU_ROWSAVX2_MAX_ROWS 4
+void cpu_rowsavx2_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
+                         bool serial);
 
 // cpu_q8_linear's AMX-INT8 path (cpu_q8amx.c) for weight tiles t0 .. t1 - 1 (WEIGHT_Q8) times
 // input rows 0 .. num_rows - 1: bit-identical to the AVX-512 VNNI path (the same int32 sums, the

@@ -109,7 +109,7 @@ void cpu_linear(Backend *be, const WeightMatrix *w, const float *bias, const flo
   const int64_t rows = w->rows, cols = w->cols;
   const CpuState *st = cpu_state(be);
   const bool serial = rows * cols * num_rows < CPU_LINEAR_PARALLEL_MIN;
-  if (w->format == WEIGHT_Q8 && st->avx512_vnni) {
+  if (w->format == WEIGHT_Q8 && (st->avx512_vnni || st->avx2)) {
     cpu_q8_linear(be, w, bias, x, num_rows, y, accumulate, serial);  // adds the bias itself
     return;
   }
@@ -121,6 +121,11 @@ void cpu_linear(Backend *be, const WeightMatrix *w, const float *bias, const flo
   cpu_linear_prepare(y, bias, num_rows, w->rows, accumulate);
   if (mx8) {
     cpu_mx8_linear(be, w, x, num_rows, y, serial);
+    return;
+  }
+  if ((w->format == WEIGHT_BF16 || w->format == WEIGHT_MXFP4) && st->avx2 &&
+      num_rows <= CPU_ROWSAVX2_MAX_ROWS) {
+    cpu_rowsavx2_linear(be, w, x, num_rows, y, serial);
     return;
   }
   int64_t tile_rows = (int64_t)(CPU_LINEAR_TILE_BYTES / ((size_t)cols * sizeof(float)));

@@ -127,28 +127,41 @@ CPU_Q8_TARGET static void cpu_q8_dispatch(const uint8_t *w, int64_t groups, cons
     CPU_Q8_CASE(1, 7)
     CPU_Q8_CASE(1, 8)
     CPU_Q8_CASE(2, 1)
-    CPU_Q8_CASE(2, 2) CPU_Q8_CASE(2, 3) CPU_Q8_CASE(2, 4) CPU_Q8_CASE(2, 5) CPU_Q8_CASE(2, 6)
-        CPU_Q8_CASE(2, 7) CPU_Q8_CASE(2, 8) CPU_Q8_CASE(4, 1)
+    CPU_Q8_CASE(2, 2)
+    CPU_Q8_CASE(2, 3)
+    CPU_Q8_CASE(2, 4) CPU_Q8_CASE(2, 5) CPU_Q8_CASE(2, 6) CPU_Q8_CASE(2, 7) CPU_Q8_CASE(2, 8)
+        CPU_Q8_CASE(4, 1)
   }
   CHECK(!"unsupported q8 register block");
 }
 
-// Tiles t0 .. t1 of w times every input row.  y: [num_rows, w->rows]
-static void cpu_q8_tiles(const WeightMatrix *w, int64_t t0, int64_t t1, const CpuQ8Input *in,
-                         int num_rows, float *y) {
+// A kernel's register blocks: its block function, the tiles a block holds for one input row and
+// for more, and the most input rows a block holds.
+typedef struct {
+  CpuQ8Block block;
+  int rz_one_row, rz_rows, max_mt;
+} CpuQ8Kernel;
+
+static const CpuQ8Kernel CPU_Q8_VNNI = {cpu_q8_dispatch, 4, 2, CPU_Q8_MAX_MT};
+static const CpuQ8Kernel CPU_Q8_AVX2 = {cpu_q8avx2_block, CPU_Q8AVX2_RZ_ONE_ROW, 1,
+                                        CPU_Q8AVX2_MAX_MT};
+
+// Tiles t0 .. t1 of w times every input row, in k's register blocks.  y: [num_rows, w->rows]
+static void cpu_q8_tiles(const CpuQ8Kernel *k, const WeightMatrix *w, int64_t t0, int64_t t1,
+                         const CpuQ8Input *in, int num_rows, float *y) {
   const int64_t groups = q8_groups(w->cols), tile_bytes = groups * CPU_Q8_GROUP_BYTES;
   const uint8_t *data = w->data;
   const float *scales = w->scales;
-  const int rz_max = num_rows == 1 ? 4 : 2;
+  const int rz_max = num_rows == 1 ? k->rz_one_row : k->rz_rows;
   for (int c0 = 0; c0 < num_rows; c0 += CPU_Q8_CHUNK) {
     const int c1 = num_rows - c0 < CPU_Q8_CHUNK ? num_rows : c0 + CPU_Q8_CHUNK;
     for (int64_t t = t0; t < t1;) {
       const int rz = t1 - t >= rz_max ? rz_max : 1;
       const int64_t row0 = t * Q8_TILE_ROWS;
-      for (int m0 = c0; m0 < c1; m0 += CPU_Q8_MAX_MT) {
-        const int mt = c1 - m0 < CPU_Q8_MAX_MT ? c1 - m0 : CPU_Q8_MAX_MT;
-        cpu_q8_dispatch(data + t * tile_bytes, groups, scales + row0, in, m0, y, w->rows, row0,
-                        w->rows - row0, rz, mt);
+      for (int m0 = c0; m0 < c1; m0 += k->max_mt) {
+        const int mt = c1 - m0 < k->max_mt ? c1 - m0 : k->max_mt;
+        k->block(data + t * tile_bytes, groups, scales + row0, in, m0, y, w->rows, row0,
+                 w->rows - row0, rz, mt);
       }
       t += rz;
     }
@@ -164,7 +177,8 @@ typedef struct {
   float *scale;   // [num_rows]
   int32_t *corr;  // [num_rows]
   int64_t ld;
-  bool amx;  // the tiles through cpu_q8amx.c
+  bool amx;   // the tiles through cpu_q8amx.c
+  bool avx2;  // no VNNI: quantized and multiplied by cpu_q8avx2.c
   const float *bias;
   bool accumulate;
 } CpuQ8Ctx;
@@ -173,8 +187,8 @@ static void cpu_q8_quantize_task(void *ctx, int64_t begin, int64_t end, int tid)
   (void)tid;
   const CpuQ8Ctx *c = ctx;
   for (int64_t m = begin; m < end; m++)
-    cpu_q8_quantize_row(c->x + m * c->w->cols, c->w->cols, c->ld, c->q + m * c->ld, &c->scale[m],
-                        &c->corr[m]);
+    (c->avx2 ? cpu_q8avx2_quantize_row : cpu_q8_quantize_row)(
+        c->x + m * c->w->cols, c->w->cols, c->ld, c->q + m * c->ld, &c->scale[m], &c->corr[m]);
 }
 
 // Weight tiles begin .. end - 1.
@@ -190,7 +204,7 @@ static void cpu_q8_tiles_task(void *ctx, int64_t begin, int64_t end, int tid) {
   if (c->amx)
     cpu_q8_amx_tiles(c->w, begin, end, &in, c->num_rows, c->y);
   else
-    cpu_q8_tiles(c->w, begin, end, &in, c->num_rows, c->y);
+    cpu_q8_tiles(c->avx2 ? &CPU_Q8_AVX2 : &CPU_Q8_VNNI, c->w, begin, end, &in, c->num_rows, c->y);
 }
 
 void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *bias, const float *x,
@@ -210,6 +224,7 @@ void cpu_q8_linear(Backend *be, const WeightMatrix *w, const float *bias, const 
                 .y = y,
                 .ld = ld,
                 .amx = amx,
+                .avx2 = !cpu_state(be)->avx512_vnni,
                 .bias = bias,
                 .accumulate = accumulate};
   memset(buf + (size_t)num_rows * (size_t)ld, 0, (size_t)(padded_rows - num_rows) * (size_t)ld);
