@@ -391,8 +391,9 @@ static void test_linear_q8_amx_matches_vnni(void **state) {
 }
 
 // Q8 on AVX2 gives the default backend's results (VNNI, or AMX-INT8 from 8 rows) bit for bit:
-// the same int8 inputs, the same integer sums, the same epilogue. Register blocks of 2 tiles by
-// 1 row and 1 tile by up to 4, short last tiles and groups, several chunks of 256 input rows.
+// the same int8 inputs, the same integer sums, the same epilogue. Register blocks of 4 and 2
+// tiles by 1 row and 1 tile by up to 4, short last tiles and groups, several chunks of 256 input
+// rows.
 static void test_linear_q8_avx2_matches_vnni(void **state) {
   if (g_kernels != KERNELS_ALL) return;  // the default group has both
   Backend *fast = *state, *avx2 = cpu_backend_create_avx2(2);
@@ -402,8 +403,9 @@ static void test_linear_q8_avx2_matches_vnni(void **state) {
     if (avx2) avx2->destroy(avx2);
     return;
   }
-  const int shapes[][3] = {{1, 16, 64},  {1, 33, 2880}, {2, 17, 96},    {3, 40, 5},
-                           {4, 64, 512}, {5, 48, 130},  {9, 100, 2880}, {300, 70, 512}};
+  const int shapes[][3] = {{1, 16, 64},    {1, 33, 2880}, {1, 100, 130}, {1, 1100, 64},
+                           {2, 17, 96},    {3, 40, 5},    {4, 64, 512},  {5, 48, 130},
+                           {9, 100, 2880}, {300, 70, 512}};
   expect_backends_agree(fast, avx2, WEIGHT_Q8, shapes, sizeof shapes / sizeof shapes[0], 1500,
                         true);
   avx2->destroy(avx2);

@@ -113,7 +113,7 @@ typedef void (*CpuQ8Block)(const uint8_t *w, int64_t groups, const float *wscale
 // same values; x: [cols], q: [ld]), and a register block of up to CPU_Q8AVX2_MAX_MT input rows
 // by 1 tile, or 1 row by up to CPU_Q8AVX2_RZ_ONE_ROW tiles (the same results bit for bit).
 #define CPU_Q8AVX2_MAX_MT 4
-#define CPU_Q8AVX2_RZ_ONE_ROW 2
+#define CPU_Q8AVX2_RZ_ONE_ROW 4
 void cpu_q8avx2_quantize_row(const float *x, int64_t cols, int64_t ld, int8_t *q, float *scale,
                              int32_t *corr);
 void cpu_q8avx2_block(const uint8_t *w, int64_t groups, const float *wscale, const CpuQ8Input *in,

@@ -4,7 +4,7 @@
 // 32-byte halves of 8 rows; one xor turns the stored q + 128 into q, and cpu_avx2_dot4 multiplies
 // a half by 4 input values broadcast to every lane into one int32 sum per weight row. The sums
 // are exact, the same integers as cpu_q8.c's after its offset is taken out, and the epilogue is
-// the same one fma onto (y + bias): the results are bit for bit cpu_q8.c's. Register blocks: 2
+// the same one fma onto (y + bias): the results are bit for bit cpu_q8.c's. Register blocks: 4
 // tiles by 1 input row, or 1 tile by up to 4. Compiled for AVX2 and FMA with target attributes:
 // cpu_linear calls it only when the CPU has them. Reads the weights, writes only y and its
 // scratch.
@@ -52,15 +52,15 @@ CPU_AVX2_INLINE void cpu_q8avx2_block_rz_mt(const uint8_t *w, int64_t groups, co
                                             int64_t row0, int64_t num_valid, const int RZ,
                                             const int MT) {
   __m256i acc[CPU_Q8AVX2_RZ_ONE_ROW][2][CPU_Q8AVX2_MAX_MT];  // [tile][half][input row]
-#pragma GCC unroll 2
+#pragma GCC unroll 4
   for (int z = 0; z < RZ; z++)
 #pragma GCC unroll 4
     for (int i = 0; i < MT; i++) acc[z][0][i] = acc[z][1][i] = _mm256_setzero_si256();
   const int8_t *xq = in->q + (int64_t)m0 * in->ld;
   const __m256i zero = _mm256_set1_epi8((char)Q8_ZERO);
   for (int64_t g = 0; g < groups; g++) {
-    __m256i wv[2][2];
-#pragma GCC unroll 2
+    __m256i wv[CPU_Q8AVX2_RZ_ONE_ROW][2];
+#pragma GCC unroll 4
     for (int z = 0; z < RZ; z++)
 #pragma GCC unroll 2
       for (int h = 0; h < 2; h++)
@@ -71,13 +71,13 @@ CPU_AVX2_INLINE void cpu_q8avx2_block_rz_mt(const uint8_t *w, int64_t groups, co
       int32_t four;
       memcpy(&four, xq + i * in->ld + g * Q8_GROUP_COLS, sizeof four);
       const __m256i xb = _mm256_set1_epi32(four);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int z = 0; z < RZ; z++)
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) acc[z][h][i] = cpu_avx2_dot4(acc[z][h][i], wv[z][h], xb);
     }
   }
-#pragma GCC unroll 2
+#pragma GCC unroll 4
   for (int z = 0; z < RZ; z++)
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++)
@@ -103,6 +103,7 @@ CPU_AVX2_TARGET void cpu_q8avx2_block(const uint8_t *w, int64_t groups, const fl
     CPU_Q8AVX2_CASE(1, 3)
     CPU_Q8AVX2_CASE(1, 4)
     CPU_Q8AVX2_CASE(2, 1)
+    CPU_Q8AVX2_CASE(4, 1)
   }
   CHECK(!"unsupported q8 register block");
 }
