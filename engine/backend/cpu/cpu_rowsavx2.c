@@ -23,6 +23,11 @@
 
 #define CPU_ROWSAVX2_GROUP 16  // weight rows a piece of work holds at least
 #define CPU_ROWSAVX2_PIECES_PER_THREAD 8
+// Bytes of MXFP4 rows read ahead into L1 and L2 (as cpu_mx8row.c; BF16 reads the next pair's
+// columns): from memory, a thread's short row streams alone keep too few reads in flight
+// (gpt-oss-tiny at one token: attention projections 80 -> 48 us, MoE 195 -> 166 us a layer).
+#define CPU_ROWSAVX2_PREFETCH_L1 1024
+#define CPU_ROWSAVX2_PREFETCH_L2 4096
 
 // 2 * e2m1 value per code, signed, repeated in each 128-bit lane for vpshufb.
 static const int8_t CPU_ROWSAVX2_CODES[16] = {0, 1,  2,  3,  4,  6,  8,  12,
@@ -96,6 +101,9 @@ CPU_AVX2_INLINE void cpu_rowsavx2_mxfp4_pair(const WeightMatrix *w, int64_t r0, 
         h8[z] = cpu_rowsavx2_half_scale(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)s)));
       }
       const __m256 h = _mm256_permutevar8x32_ps(h8[z], which);
+      const uintptr_t at = (uintptr_t)(codes[z] + b * MXFP4_BLOCK_BYTES);  // may end past w
+      _mm_prefetch((const char *)(at + CPU_ROWSAVX2_PREFETCH_L1), _MM_HINT_T0);
+      _mm_prefetch((const char *)(at + CPU_ROWSAVX2_PREFETCH_L2), _MM_HINT_T1);
       __m256i v;
       if (blocks - b >= 2) {
         v = _mm256_loadu_si256((const __m256i *)(codes[z] + b * MXFP4_BLOCK_BYTES));
@@ -124,7 +132,8 @@ CPU_AVX2_INLINE void cpu_rowsavx2_mxfp4_pair(const WeightMatrix *w, int64_t r0, 
   }
 }
 
-// The same for BF16 rows and float inputs x (MT rows of w->cols).
+// The same for BF16 rows and float inputs x (MT rows of w->cols), reading ahead the same columns of
+// the next pair of rows (cols * 2 bf16 on).
 CPU_AVX2_INLINE void cpu_rowsavx2_bf16_pair(const WeightMatrix *w, int64_t r0, bool second,
                                             const float *x, float *y, const int MT) {
   const int64_t cols = w->cols;
@@ -137,6 +146,7 @@ CPU_AVX2_INLINE void cpu_rowsavx2_bf16_pair(const WeightMatrix *w, int64_t r0, b
   for (; c + 8 <= cols; c += 8) {
 #pragma GCC unroll 2
     for (int z = 0; z < 2; z++) {
+      _mm_prefetch((const char *)((uintptr_t)(wr[z] + c) + (uintptr_t)cols * 4), _MM_HINT_T0);
       const __m256 wv = _mm256_castsi256_ps(_mm256_slli_epi32(
           _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(wr[z] + c))), 16));
 #pragma GCC unroll 4
