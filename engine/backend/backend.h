@@ -103,12 +103,13 @@ struct Backend {
   // the CPU returns host itself. The forward pass calls it once per call and hands every op
   // the result.
   const Batch *(*upload_batch)(Backend *be, const Batch *host);
-  // Optional (NULL: the host samples every row, as on the CPU). The token of each row of logits
+  // Optional (NULL: the host samples every row). The token of each row of logits
   // [num_rows, vocab] (backend memory) by rows[i] into host ids[i] (-1 for a row whose
   // temperature is < 0): greedy is the argmax, lowest id on ties (NaNs aside); a temperature t
   // takes the first id, in id order, at which the running sum of exp((logit - max) / t) passes
   // draw times the row's total: core/sampler.h's sampler_sample_drawn over the whole vocabulary,
-  // up to the order of the float sums.
+  // up to the order of the float sums (the CPU's picks through common/pick.h as the host does,
+  // so its ids are the host's exactly).
   void (*sample)(Backend *be, const float *logits, int num_rows, int vocab, const SampleRow *rows,
                  int32_t *ids);
   // Copies bytes of backend memory to the host (a memcpy on the CPU).

@@ -1,16 +1,16 @@
 // sampler.c: greedy / temperature / top-k / top-p sampling over a vocabulary-sized row. Top-k and
 // top-p avoid sorting the whole vocabulary: probabilities are bucketed by the high bits of their
 // float representation (monotonic for positive floats), only the buckets that can hold the kept
-// set are sorted, and the kept set is exact.
+// set are sorted, and the kept set is exact. The argmax, the softmax and the draw over the whole
+// vocabulary are common/pick.h's, which the CPU backend's sample op shares.
 #include "core/sampler.h"
 
-#include <emmintrin.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
+#include "common/pick.h"
 
 void sampler_rng_seed(SamplerRng *rng, uint64_t seed) {
   uint64_t z = seed + 0x9e3779b97f4a7c15ull;  // splitmix64
@@ -48,27 +48,6 @@ static void scratch_reserve(SamplerScratch *s, size_t n) {
   s->probs = xrealloc(s->probs, n * sizeof *s->probs);
   s->ids = xrealloc(s->ids, n * sizeof *s->ids);
   s->cap = n;
-}
-
-// Two passes: the maximum with SSE2 (x86-64's baseline; 16 lanes in four registers, no index
-// bookkeeping, so it runs at the speed of the memory: about 4x the one-pass form that tracked
-// indices per lane), then the first index holding it (the row is in cache by then; -0 == +0, so
-// either zero counts). NaNs never win: maxps keeps its second operand, the running maximum, when
-// either is a NaN; a NaN at index 0 stays the maximum, no index equals it, and index 0 wins.
-static uint32_t argmax(const float *x, int n) {
-  __m128 m[4];
-  for (int k = 0; k < 4; k++) m[k] = _mm_set1_ps(x[0]);
-  int i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int k = 0; k < 4; k++) m[k] = _mm_max_ps(_mm_loadu_ps(x + i + 4 * k), m[k]);
-  float lanes[4];
-  _mm_storeu_ps(lanes, _mm_max_ps(_mm_max_ps(m[0], m[1]), _mm_max_ps(m[2], m[3])));
-  float best = x[0];
-  for (int k = 0; k < 4; k++) best = lanes[k] > best ? lanes[k] : best;
-  for (; i < n; i++) best = x[i] > best ? x[i] : best;
-  for (int j = 0; j < n; j++)
-    if (x[j] == best) return (uint32_t)j;
-  return 0;
 }
 
 static uint32_t bucket_of(float p) {
@@ -136,27 +115,19 @@ bool sampler_whole_vocabulary(const SamplingParams *p, int vocab_size) {
 
 uint32_t sampler_sample_drawn(const float *logits, int vocab_size, const SamplingParams *p,
                               double draw, SamplerScratch *s) {
-  if (p->temperature <= 0) return argmax(logits, vocab_size);
+  if (p->temperature <= 0) return pick_argmax(logits, vocab_size);
   scratch_reserve(s, (size_t)vocab_size);
-  float max = logits[argmax(logits, vocab_size)];
-  double sum = 0;
-  for (int i = 0; i < vocab_size; i++) {
-    s->probs[i] = expf((logits[i] - max) / p->temperature);
-    sum += s->probs[i];
-  }
-  for (int i = 0; i < vocab_size; i++) s->probs[i] = (float)(s->probs[i] / sum);
-  bool restricted = !sampler_whole_vocabulary(p, vocab_size);
-  size_t num = vocab_size;
-  if (restricted) num = kept_set(s, vocab_size, p->top_k, p->top_p);
+  pick_softmax(logits, vocab_size, p->temperature, s->probs);
+  if (sampler_whole_vocabulary(p, vocab_size)) return pick_drawn(s->probs, vocab_size, draw);
+  const size_t num = kept_set(s, vocab_size, p->top_k, p->top_p);
   double kept_mass = 0;
-  for (size_t i = 0; i < num; i++) kept_mass += s->probs[restricted ? s->ids[i] : i];
+  for (size_t i = 0; i < num; i++) kept_mass += s->probs[s->ids[i]];
   double u = draw * kept_mass;
   for (size_t i = 0; i < num; i++) {
-    uint32_t id = restricted ? s->ids[i] : (uint32_t)i;
-    u -= s->probs[id];
-    if (u < 0) return id;
+    u -= s->probs[s->ids[i]];
+    if (u < 0) return s->ids[i];
   }
-  return restricted ? s->ids[num - 1] : (uint32_t)(vocab_size - 1);  // rounding at the end
+  return s->ids[num - 1];  // rounding at the end
 }
 
 uint32_t sampler_sample(const float *logits, int vocab_size, const SamplingParams *p,

@@ -2,7 +2,8 @@
 // the CPU backend) on gpt-oss-tiny dummy weights, the shape llama.cpp's figures in docs/PERF.md
 // are for: B sequences of PROMPT tokens prefilled (whole prompts packed into forward calls of at
 // most CHUNK tokens, logits of each prompt's last token, as the scheduler's chunked prefill
-// does), then GEN decode steps of B tokens each, every token sampled greedily on the host. Also
+// does), then GEN decode steps of B tokens each, every token sampled greedily as the engine's
+// runner samples it (by the backend's sample op where it has one, else on the host). Also
 // measures, in the same process, the matrix-product ceiling: the linear op at the unembedding's
 // shape in float32 (OpenBLAS sgemm) and in the dense format, and the dense format's kernel on a
 // weight slice that stays in cache (for Q8 on AMX-INT8, also the VNNI kernel on that slice), and
@@ -213,12 +214,21 @@ static Batch make_batch(BatchArrays *a, const BenchOptions *o, const uint32_t *t
                  .num_logits = num_seqs};
 }
 
-// Greedy ids of the rows of logits into next[first_seq ..].   logits: [num_seqs, vocab]
-static void sample_rows(const float *logits, int num_seqs, int vocab, uint32_t *next,
+// Greedy ids of the rows of logits into next[0 .. num_seqs), as the engine's runner picks them:
+// by the backend's sample op where it has one, else on the host.  logits: [num_seqs, vocab]
+static void sample_rows(Backend *be, const float *logits, int num_seqs, int vocab, uint32_t *next,
                         SamplerScratch *scratch, SamplerRng *rng) {
   const SamplingParams greedy = {.temperature = 0, .top_p = 1};
-  for (int i = 0; i < num_seqs; i++)
-    next[i] = sampler_sample(logits + (size_t)i * vocab, vocab, &greedy, rng, scratch);
+  if (!be->sample) {
+    for (int i = 0; i < num_seqs; i++)
+      next[i] = sampler_sample(logits + (size_t)i * vocab, vocab, &greedy, rng, scratch);
+    return;
+  }
+  SampleRow *rows = xcalloc((size_t)num_seqs, sizeof *rows);  // temperature 0: greedy
+  int32_t *ids = xmalloc((size_t)num_seqs * sizeof *ids);
+  be->sample(be, logits, num_seqs, vocab, rows, ids);
+  for (int i = 0; i < num_seqs; i++) next[i] = (uint32_t)ids[i];
+  free(rows), free(ids);
 }
 
 static double gflops(double macs, double secs) { return 2.0 * macs / secs / 1e9; }
@@ -319,14 +329,14 @@ static RunResult bench_run(Model *m, const BenchOptions *o, int B, int gen_len, 
     const int n = B - first < seqs_per_call ? B - first : seqs_per_call;
     Batch b = make_batch(a, o, tokens, NULL, first, n, 0, o->prompt_len, &r.prefill, c);
     model_forward(m, &b, &kv, logits);
-    sample_rows(logits, n, c->vocab_size, next + first, &scratch, &rng);
+    sample_rows(m->backend, logits, n, c->vocab_size, next + first, &scratch, &rng);
   }
   r.prefill_s = (double)(clock_now_ns() - t0) / 1e9;
   t0 = clock_now_ns();
   for (int step = 0; step < gen_len; step++) {
     Batch b = make_batch(a, o, tokens, next, 0, B, o->prompt_len + step, 1, &r.decode, c);
     model_forward(m, &b, &kv, logits);
-    sample_rows(logits, B, c->vocab_size, next, &scratch, &rng);
+    sample_rows(m->backend, logits, B, c->vocab_size, next, &scratch, &rng);
   }
   r.decode_s = (double)(clock_now_ns() - t0) / 1e9;
   sampler_scratch_free(&scratch);

@@ -4,9 +4,11 @@
 // its paths (and AMX-INT8 against VNNI, bit for bit, where the CPU has AMX), embed, RMSNorm, RoPE,
 // kv_write, gather_rows, paged attention with sinks (sliding window boundary, GQA, block layout,
 // batching, decode after prefill, GPT-OSS's own shape) and MoE (top-k and softmax over the k,
-// SwiGLU clamp, experts shared by several tokens). Every test runs twice: on the portable backend
-// (float32 inputs: near-exact bounds) and on the default one (the AVX-512 kernels where this CPU
-// has them: inputs rounded to bf16 or int8, bounds to match).
+// SwiGLU clamp, experts shared by several tokens) and sample (against the host sampler, whose
+// picks it must equal). Every test runs three times: on the portable backend (float32 inputs:
+// near-exact bounds), on the AVX2 one where the CPU has AVX2 (AVX2 kernels alone) and on the
+// default one (the AVX-512 kernels where this CPU has them: inputs rounded to bf16 or int8,
+// bounds to match; AVX2 against VNNI for Q8, bit for bit).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +22,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_internal.h"
 #include "common/check.h"
+#include "core/sampler.h"
 #include "model/q8.h"
 #include "test_rng.h"
 
@@ -1338,6 +1341,39 @@ static void test_moe_grouping(void **state) {
   moe_free(&m);
 }
 
+// ---------------------------------------------------------------------------------------------
+// sample
+
+// The sample op picks each row's token as the host sampler picks it (common/pick.h on both
+// sides): greedy rows the argmax (a tie to the lower id), rows with a temperature the draw's id,
+// exactly; a negative temperature leaves the row to the host (-1).
+static void test_sample_matches_host(void **state) {
+  Backend *be = *state;
+  enum { ROWS = 9, VOCAB = 1000 };
+  Rng r = {1600};
+  float *logits = random_floats(&r, (size_t)ROWS * VOCAB, 4.0f);  // [ROWS, VOCAB]
+  logits[2 * VOCAB + 700] = logits[2 * VOCAB + 10] = 50.0f;       // row 2: a tie
+  const float temps[ROWS] = {0, 0.5f, 0, 1.0f, -1, 1.7f, 2.5f, 0.9f, -1};
+  SampleRow rows[ROWS];
+  for (int i = 0; i < ROWS; i++) rows[i] = (SampleRow){temps[i], (rng_float(&r) + 1.0) / 2};
+  int32_t ids[ROWS];
+  be->sample(be, logits, ROWS, VOCAB, rows, ids);
+  SamplerScratch scratch = {0};
+  for (int i = 0; i < ROWS; i++) {
+    if (temps[i] < 0) {
+      assert_int_equal(ids[i], -1);
+      continue;
+    }
+    const SamplingParams p = {.temperature = temps[i], .top_p = 1.0f};
+    const uint32_t want =
+        sampler_sample_drawn(logits + (size_t)i * VOCAB, VOCAB, &p, rows[i].draw, &scratch);
+    assert_int_equal(ids[i], want);
+  }
+  assert_int_equal(ids[2], 10);
+  sampler_scratch_free(&scratch);
+  free(logits);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linear_f32),
@@ -1369,6 +1405,7 @@ int main(void) {
       cmocka_unit_test(test_moe_topk_ties_and_softmax),
       cmocka_unit_test(test_moe_probe_margins_and_flip),
       cmocka_unit_test(test_moe_grouping),
+      cmocka_unit_test(test_sample_matches_host),
   };
   int failed =
       cmocka_run_group_tests_name("portable backend", tests, setup_portable, teardown_backend);

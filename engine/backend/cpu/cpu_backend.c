@@ -129,6 +129,7 @@ static Backend *cpu_backend_new(int num_threads, CpuKernels kernels) {
   be->gather_rows = cpu_gather_rows;
   be->add = cpu_add;
   be->zero = cpu_zero;
+  be->sample = cpu_sample;
   be->upload_batch = cpu_upload_batch;
   be->to_host = cpu_to_host;
   be->alloc = cpu_alloc;

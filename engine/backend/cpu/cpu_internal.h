@@ -20,6 +20,7 @@ typedef enum {
   CPU_SCRATCH_INPUT,      // linear: the input rows converted for a kernel (bf16, int8)
   CPU_SCRATCH_ATTENTION,  // attention: per-thread running sums and scores
   CPU_SCRATCH_MOE,        // moe: router logits, top-k, expert grouping, per-expert activations
+  CPU_SCRATCH_SAMPLE,     // sample: per-thread probabilities of a row
   CPU_SCRATCH_COUNT,
 } CpuScratchSlot;
 
@@ -207,6 +208,8 @@ void cpu_gather_rows(Backend *be, const float *in, const int32_t *rows, int num_
                      float *out);
 void cpu_add(Backend *be, float *dst, const float *src, size_t n);
 void cpu_zero(Backend *be, void *ptr, size_t bytes);
+void cpu_sample(Backend *be, const float *logits, int num_rows, int vocab, const SampleRow *rows,
+                int32_t *ids);
 
 // sum a[i] * b[i] with eight partial sums (the same order at any thread count).
 // a, b: [n]
