@@ -107,8 +107,12 @@ static void run_rank(Rank *rank) {
                      ? device_logits(rank, b->num_logits)
                      : host;
     model_forward(&rank->model, b, &rank->kv, out);
+    const int first = r->micro.first_logit[part];
     if (out != host)
-      logits_to_host(r, rank->backend, out, b->num_logits, r->micro.first_logit[part]);
+      logits_to_host(r, rank->backend, out, b->num_logits, first);
+    else if (host && r->sample && rank->backend->sample)  // host memory: sampled where they lie
+      rank->backend->sample(rank->backend, host, b->num_logits, (int)vocab, r->sample + first,
+                            r->sampled + first);
     if (!last) rank->pp->send(rank->pp, rank->model.x, bytes, s->pp_rank + 1);
   }
 }

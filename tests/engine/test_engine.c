@@ -3,7 +3,8 @@
 // greedy outputs of one-at-a-time generation, in sync and async mode, with a KV cache small
 // enough to force preemptions, on one rank and on tp 2 x pp 2 ranks, with prefix caching off and
 // on (the prompts share a prefix, so cached blocks are hit); aborts and refusals; logit_bias,
-// stop_token_ids, min_tokens and raw logprobs through the engine in both modes.
+// stop_token_ids, min_tokens and raw logprobs through the engine in both modes; requests with a
+// temperature give the same tokens sampled by the backend's sample op and on the host.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -71,8 +72,10 @@ static size_t prompt_of(int i, uint32_t *ids) {
 
 static void reference_output(Runner *runner, int i, TokenIds *out) {
   uint32_t ids[256];
-  GenerateRequest r = {.prompt_ids = ids, .num_prompt_ids = prompt_of(i, ids),
-                       .max_tokens = MAX_TOKENS, .sampling = {.temperature = 0, .top_p = 1},
+  GenerateRequest r = {.prompt_ids = ids,
+                       .num_prompt_ids = prompt_of(i, ids),
+                       .max_tokens = MAX_TOKENS,
+                       .sampling = {.temperature = 0, .top_p = 1},
                        .ignore_eos = true};
   GenerateResult result;
   char err[256];
@@ -80,27 +83,22 @@ static void reference_output(Runner *runner, int i, TokenIds *out) {
   *out = result.output_ids;
 }
 
-// Serves every request at once on runner; each output equals one-at-a-time generation on it.
-// Returns the engine's final stats.
-static EngineStats serve_all_caching(Runner *runner, bool async, int num_kv_blocks,
-                                     bool caching) {
-  EngineConfig cfg = {.max_num_batched_tokens = 64, .max_num_seqs = 8, .max_model_len = 256,
-                      .block_size = 16, .num_kv_blocks = num_kv_blocks, .async_scheduling = async,
-                      .enable_prefix_caching = caching};
-  Engine *e;
+// Submits request i (prompt_of(i), sampling[i], seed 1000 + i) for every i to a started engine
+// and collects its tokens into outputs[i] until every request has finished, each by length.
+static void run_requests(Engine *e, const SamplingParams *sampling, TokenIds *outputs) {
   char err[256];
-  assert_true(engine_create(&e, &cfg, runner, err, sizeof err));
-  engine_start(e);
   uint64_t ids[NUM_REQUESTS];
   for (int i = 0; i < NUM_REQUESTS; i++) {
     uint32_t prompt[256];
-    EngineRequestParams p = {.prompt_ids = prompt, .num_prompt_ids = prompt_of(i, prompt),
-                             .max_tokens = MAX_TOKENS, .sampling = {.temperature = 0, .top_p = 1},
+    EngineRequestParams p = {.prompt_ids = prompt,
+                             .num_prompt_ids = prompt_of(i, prompt),
+                             .max_tokens = MAX_TOKENS,
+                             .sampling = sampling[i],
+                             .seed = 1000 + (uint64_t)i,
                              .ignore_eos = true};
     ids[i] = engine_submit(e, &p, err, sizeof err);
     assert_true(ids[i] > 0);
   }
-  TokenIds outputs[NUM_REQUESTS] = {0};
   int num_finished = 0;
   while (num_finished < NUM_REQUESTS) {
     TokenEvent events[64];
@@ -116,6 +114,26 @@ static EngineStats serve_all_caching(Runner *runner, bool async, int num_kv_bloc
       }
     }
   }
+}
+
+// Serves every request at once on runner; each output equals one-at-a-time generation on it.
+// Returns the engine's final stats.
+static EngineStats serve_all_caching(Runner *runner, bool async, int num_kv_blocks, bool caching) {
+  EngineConfig cfg = {.max_num_batched_tokens = 64,
+                      .max_num_seqs = 8,
+                      .max_model_len = 256,
+                      .block_size = 16,
+                      .num_kv_blocks = num_kv_blocks,
+                      .async_scheduling = async,
+                      .enable_prefix_caching = caching};
+  Engine *e;
+  char err[256];
+  assert_true(engine_create(&e, &cfg, runner, err, sizeof err));
+  engine_start(e);
+  SamplingParams greedy[NUM_REQUESTS];
+  for (int i = 0; i < NUM_REQUESTS; i++) greedy[i] = (SamplingParams){.temperature = 0, .top_p = 1};
+  TokenIds outputs[NUM_REQUESTS] = {0};
+  run_requests(e, greedy, outputs);
   EngineStats stats;
   engine_stats(e, &stats);
   assert_int_equal(stats.num_running, 0);
@@ -137,6 +155,53 @@ static void serve_all(Runner *runner, bool async, int num_kv_blocks, uint64_t *n
   EngineStats stats = serve_all_caching(runner, async, num_kv_blocks, false);
   assert_int_equal(stats.prefix_cache_queries, 0);
   *num_preemptions = stats.num_preemptions;
+}
+
+// Requests with a temperature (each its own seed) served on runner with the backend's sample op
+// or, with host_sampling, every row sampled on the host: outputs[i] gets request i's tokens.
+static void serve_drawn(Runner *runner, bool async, bool host_sampling, TokenIds *outputs) {
+  EngineConfig cfg = {.max_num_batched_tokens = 64,
+                      .max_num_seqs = 8,
+                      .max_model_len = 256,
+                      .block_size = 16,
+                      .num_kv_blocks = 256,
+                      .async_scheduling = async,
+                      .host_sampling = host_sampling};
+  Engine *e;
+  char err[256];
+  assert_true(engine_create(&e, &cfg, runner, err, sizeof err));
+  engine_start(e);
+  SamplingParams drawn[NUM_REQUESTS];
+  for (int i = 0; i < NUM_REQUESTS; i++)
+    drawn[i] = (SamplingParams){.temperature = 0.5f + 0.1f * (float)(i % 8), .top_p = 1};
+  run_requests(e, drawn, outputs);
+  engine_stop(e);
+  engine_destroy(e);
+}
+
+// The same tokens either way (both pick through common/pick.h), in sync and async mode, and the
+// draws mattered (some output differs from the greedy one).
+static void test_backend_sampling_equals_host(void **state) {
+  Fixture *f = *state;
+  for (int async = 0; async < 2; async++) {
+    TokenIds device[NUM_REQUESTS] = {0}, host[NUM_REQUESTS] = {0};
+    serve_drawn(f->single, async, false, device);
+    serve_drawn(f->single, async, true, host);
+    bool any_differs_from_greedy = false;
+    for (int i = 0; i < NUM_REQUESTS; i++) {
+      assert_int_equal(device[i].len, MAX_TOKENS);
+      assert_int_equal(device[i].len, host[i].len);
+      assert_memory_equal(device[i].data, host[i].data, host[i].len * sizeof *host[i].data);
+      TokenIds greedy;
+      reference_output(f->single, i, &greedy);
+      any_differs_from_greedy |=
+          memcmp(greedy.data, host[i].data, greedy.len * sizeof *greedy.data) != 0;
+      token_ids_free(&greedy);
+      token_ids_free(&device[i]);
+      token_ids_free(&host[i]);
+    }
+    assert_true(any_differs_from_greedy);  // the draws mattered
+  }
 }
 
 static void test_sync_outputs_equal_one_at_a_time(void **state) {
@@ -194,15 +259,21 @@ static void test_prefix_caching_keeps_outputs(void **state) {
 static void test_abort_and_refusals(void **state) {
   Fixture *f = *state;
   // 3 blocks of 16: a request needing more than 48 tokens of KV can never run.
-  EngineConfig cfg = {.max_num_batched_tokens = 64, .max_num_seqs = 4, .max_model_len = 64,
-                      .block_size = 16, .num_kv_blocks = 3};
+  EngineConfig cfg = {.max_num_batched_tokens = 64,
+                      .max_num_seqs = 4,
+                      .max_model_len = 64,
+                      .block_size = 16,
+                      .num_kv_blocks = 3};
   Engine *e;
   char err[256];
   assert_true(engine_create(&e, &cfg, f->single, err, sizeof err));
   engine_start(e);
   uint32_t prompt[100] = {1, 2, 3, 4};
-  EngineRequestParams p = {.prompt_ids = prompt, .num_prompt_ids = 4, .max_tokens = 61,
-                           .sampling = {.temperature = 0, .top_p = 1}, .ignore_eos = true};
+  EngineRequestParams p = {.prompt_ids = prompt,
+                           .num_prompt_ids = 4,
+                           .max_tokens = 61,
+                           .sampling = {.temperature = 0, .top_p = 1},
+                           .ignore_eos = true};
   assert_int_equal(engine_submit(e, &p, err, sizeof err), 0);  // 65 tokens > max_model_len 64
   assert_non_null(strstr(err, "64"));
   p.max_tokens = 50;
@@ -260,8 +331,12 @@ static void run_one(Engine *e, const EngineRequestParams *p, TokenIds *out, Toke
 // for the first 3 tokens. Logprobs are the raw logits': the sampled id's equals the top entry
 // without a bias, and stays far below 0 when only the bias made it win.
 static void sampling_fields(Runner *runner, bool async) {
-  EngineConfig cfg = {.max_num_batched_tokens = 64, .max_num_seqs = 4, .max_model_len = 256,
-                      .block_size = 16, .num_kv_blocks = 64, .async_scheduling = async};
+  EngineConfig cfg = {.max_num_batched_tokens = 64,
+                      .max_num_seqs = 4,
+                      .max_model_len = 256,
+                      .block_size = 16,
+                      .num_kv_blocks = 64,
+                      .async_scheduling = async};
   Engine *e;
   char err[256];
   assert_true(engine_create(&e, &cfg, runner, err, sizeof err));
@@ -269,9 +344,13 @@ static void sampling_fields(Runner *runner, bool async) {
   uint32_t prompt[] = {11, 22, 33, 44, 55};
   SamplerBias bias = {.token_id = 42, .bias = 100};
   uint32_t stop = 42;
-  EngineRequestParams p = {.prompt_ids = prompt, .num_prompt_ids = 5, .max_tokens = 6,
-                           .sampling = {.temperature = 0, .top_p = 1}, .ignore_eos = true,
-                           .logit_bias = &bias, .num_logit_bias = 1};
+  EngineRequestParams p = {.prompt_ids = prompt,
+                           .num_prompt_ids = 5,
+                           .max_tokens = 6,
+                           .sampling = {.temperature = 0, .top_p = 1},
+                           .ignore_eos = true,
+                           .logit_bias = &bias,
+                           .num_logit_bias = 1};
   TokenIds out = {0};
   TokenEvent first, last;
   run_one(e, &p, &out, &first, &last);
@@ -296,9 +375,13 @@ static void sampling_fields(Runner *runner, bool async) {
   assert_int_equal(out.data[3], 42);
   assert_int_equal(last.finish, FINISH_STOP);
 
-  EngineRequestParams lp = {.prompt_ids = prompt, .num_prompt_ids = 5, .max_tokens = 3,
-                            .sampling = {.temperature = 0, .top_p = 1}, .ignore_eos = true,
-                            .logprobs = true, .num_top_logprobs = 5};
+  EngineRequestParams lp = {.prompt_ids = prompt,
+                            .num_prompt_ids = 5,
+                            .max_tokens = 3,
+                            .sampling = {.temperature = 0, .top_p = 1},
+                            .ignore_eos = true,
+                            .logprobs = true,
+                            .num_top_logprobs = 5};
   out.len = 0;
   run_one(e, &lp, &out, &first, &last);
   assert_true(first.has_logprobs);
@@ -342,6 +425,7 @@ static void test_sampling_fields(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sync_outputs_equal_one_at_a_time),
+      cmocka_unit_test(test_backend_sampling_equals_host),
       cmocka_unit_test(test_async_outputs_equal_one_at_a_time),
       cmocka_unit_test(test_preemption_keeps_outputs),
       cmocka_unit_test(test_parallel_outputs_equal_one_at_a_time),
