@@ -192,6 +192,7 @@ void cpu_moe(Backend *be, const MoeArgs *a) {
   CHECK(k > 0 && k <= num_experts && L->mlp1_bias && L->mlp2_bias);
   if (num_tokens == 0) return;
 
+  CHECK(0 <= a->expert_begin && a->expert_begin < a->expert_end && a->expert_end <= num_experts);
   // Rows of xg, h, act and y: one expert's tokens at a time, or with a few tokens an expert
   // (at most CPU_MX8ROW_MAX_ROWS each, so at most that many per expert) all the experts' at once.
   const int local_experts = a->expert_end - a->expert_begin;
@@ -231,7 +232,6 @@ void cpu_moe(Backend *be, const MoeArgs *a) {
   offsets[0] = 0;
 
   const bool avx512 = cpu_state(be)->avx512;
-  CHECK(0 <= a->expert_begin && a->expert_begin < a->expert_end && a->expert_end <= num_experts);
   for (int e = a->expert_begin; e < a->expert_end; e++) {
     const WeightMatrix *w1 = &L->mlp1[e - a->expert_begin], *w2 = &L->mlp2[e - a->expert_begin];
     CHECK(w1->rows == 2 * (int64_t)inter && w1->cols == hidden);
