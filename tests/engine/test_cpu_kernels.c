@@ -2,8 +2,9 @@
 // ops): the thread pool (every item of a loop runs exactly once, on a valid thread, over many
 // loop sizes, piece sizes and thousands of loops in a row), the AVX-512 helpers (the vector exp
 // against libm's expf, the 16-vector lane sums and 16x16 transpose against scalar loops), which
-// run only where the CPU has AVX-512, the AVX2 helpers (the sign-moved int8 dot product, lane
-// sums, max |x| and quantization against scalar loops), which run only where it has AVX2 and FMA,
+// run only where the CPU has AVX-512, the AVX2 helpers (the vector exp against expf, the
+// sign-moved int8 dot product, lane sums, max |x| and quantization against scalar loops), which
+// run only where it has AVX2 and FMA,
 // and which kernels each backend constructor lets the backend choose.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -99,8 +100,13 @@ static bool have_avx512(void) {
          __builtin_cpu_supports("avx512vl");
 }
 
-CPU_AVX512_TARGET static void exp16(const float *x, float *out) {
+CPU_AVX512_TARGET static void exp16_avx512(const float *x, float *out) {
   _mm512_storeu_ps(out, cpu_exp512(_mm512_loadu_ps(x)));
+}
+
+CPU_AVX2_TARGET static void exp16_avx2(const float *x, float *out) {
+  _mm256_storeu_ps(out, cpu_exp256(_mm256_loadu_ps(x)));
+  _mm256_storeu_ps(out + 8, cpu_exp256(_mm256_loadu_ps(x + 8)));
 }
 
 // Units in the last place between a and b (finite, same sign).
@@ -109,12 +115,8 @@ static double ulps(float a, float b) {
   return fabs((double)a - b) / (nextafterf(fabsf(b), INFINITY) - fabsf(b));
 }
 
-static void test_exp_matches_expf(void **state) {
-  (void)state;
-  if (!have_avx512()) {
-    printf("# skipped: this CPU has no AVX-512\n");
-    return;
-  }
+// A vector exp (16 values at a time) against libm's expf over -100 .. 88.7, and at its edges.
+static void check_exp(void (*exp16)(const float *, float *), const char *name) {
   float x[16], got[16];
   double worst = 0;
   for (int i = 0; i < 200000; i++) {  // -100 .. 88.7, including the sigmoid's range
@@ -126,7 +128,7 @@ static void test_exp_matches_expf(void **state) {
       worst = fmax(worst, ulps(got[k], want));
     }
   }
-  printf("# cpu_exp512: at most %.2f ulp from expf\n", worst);
+  printf("# %s: at most %.2f ulp from expf\n", name, worst);
   assert_true(worst <= 3.0);
   const float edges[16] = {0,      -0.0f,   1,           -1,          88.0f,    89.5f,
                            1000,   -103.0f, -105.0f,     -INFINITY,   INFINITY, NAN,
@@ -138,6 +140,23 @@ static void test_exp_matches_expf(void **state) {
   assert_true(got[7] >= 0.0f && got[7] < 1e-44f && got[8] == 0.0f && got[9] == 0.0f);
   assert_true(isnan(got[11]));
   assert_true(got[12] == 1.0f && got[13] == 1.0f);
+}
+
+static bool have_avx2(void) {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+// cpu_exp512 and cpu_exp256, each where the CPU has its instructions.
+static void test_exp_matches_expf(void **state) {
+  (void)state;
+  if (have_avx512())
+    check_exp(exp16_avx512, "cpu_exp512");
+  else
+    printf("# skipped cpu_exp512: this CPU has no AVX-512\n");
+  if (have_avx2())
+    check_exp(exp16_avx2, "cpu_exp256");
+  else
+    printf("# skipped cpu_exp256: this CPU has no AVX2 and FMA\n");
 }
 
 CPU_AVX512_TARGET static void sum_and_transpose(const float *in, float *sums, float *t) {
@@ -167,10 +186,6 @@ static void test_lane_sums_and_transpose(void **state) {
 
 // ---------------------------------------------------------------------------------------------
 // AVX2 helpers
-
-static bool have_avx2(void) {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
 
 CPU_AVX2_TARGET static void dot4_sum8(const int8_t *w, const int8_t *x, int32_t *dots,
                                       const float *f, float *sum) {

@@ -1,7 +1,8 @@
 // cpu_avx2.h: small AVX2 helpers the CPU backend's AVX2 kernels share (cpu_q8avx2.c,
-// cpu_rowsavx2.c), for CPUs with AVX2 and FMA but not AVX-512: int8 dot products of 32 bytes by
-// vpmaddubsw with the sign of one operand moved onto the other (AVX2 has no vpdpbusd), float lane
-// sums, and input rows quantized as the AVX-512 kernels quantize them. Static inline functions
+// cpu_rowsavx2.c, cpu_attn256.c), for CPUs with AVX2 and FMA but not AVX-512: int8 dot products
+// of 32 bytes by vpmaddubsw with the sign of one operand moved onto the other (AVX2 has no
+// vpdpbusd), a vector exp, float lane sums, and input rows quantized as the AVX-512 kernels
+// quantize them. Static inline functions
 // compiled for AVX2 by target attributes, so only code that runs after the backend's CPU check may
 // call them. Not for use outside engine/backend/cpu.
 #ifndef GE_BACKEND_CPU_CPU_AVX2_H
@@ -18,6 +19,33 @@
 CPU_AVX2_INLINE __m256i cpu_avx2_dot4(__m256i acc, __m256i w, __m256i x) {
   const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(w, x));
   return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+// e^x per lane, within 2 ulp of expf, as cpu_avx512.h's cpu_exp512: x = n ln2 + r (|r| <= ln2 /
+// 2, ln2 in two parts), e^r by its Taylor series to r^7, times 2^n as two powers of two of at
+// most half n each (AVX2 has no vscalefps; one factor 2^n would leave the float range). Below
+// -104 the result is 0, above 89 +inf, NaN stays NaN.
+CPU_AVX2_INLINE __m256 cpu_exp256(__m256 x) {
+  x = _mm256_min_ps(_mm256_set1_ps(89.0f), _mm256_max_ps(_mm256_set1_ps(-104.0f), x));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);  // ln2 high bits
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-6f), r);    // ln2 - high bits
+  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i ni = _mm256_cvtps_epi32(n);         // -150 .. 129, or garbage for NaN
+  const __m256i half = _mm256_srai_epi32(ni, 1);    // -75 .. 64
+  const __m256i rest = _mm256_sub_epi32(ni, half);  // -75 .. 65
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 f1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
+  const __m256 f2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(rest, bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, f1), f2);
 }
 
 // The sum of the 8 lanes of v.

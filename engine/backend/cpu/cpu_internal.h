@@ -179,14 +179,35 @@ typedef struct {
 } CpuMx8RowProduct;
 void cpu_mx8row_linear(Backend *be, const CpuMx8RowProduct *products, int count, bool serial);
 
-// Attention of token t's query heads in kv head kvh's group over keys lo .. hi of sequence s
-// with AVX-512 (cpu_attn512.c), when cpu_attn512_fits(a): head_dim a multiple of 16 up to 256,
-// at most CPU_ATTN512_MAX_GROUP query heads per kv head. scratch: [cpu_attn512_scratch_floats(a)]
-#define CPU_ATTN512_MAX_GROUP 64
-bool cpu_attn512_fits(const AttentionArgs *a);
-size_t cpu_attn512_scratch_floats(const AttentionArgs *a);
-void cpu_attn512_group(const AttentionArgs *a, int t, int s, int kvh, int lo, int hi,
-                       float *scratch);
+// A vector kernel of the attention op (cpu_attn512.c: AVX-512, 16 keys a chunk; cpu_attn256.c:
+// AVX2, 8), which cpu_attention.c's vector loop drives over a token's visible keys, a chunk of
+// `keys` keys and a block of up to CPU_ATTN_VEC_HEADS query heads at a time.
+#define CPU_ATTN_VEC_HEADS 8      // query heads scored together (GPT-OSS's group)
+#define CPU_ATTN_VEC_MAX_DIM 256  // largest head_dim (a multiple of keys)
+#define CPU_ATTN_VEC_MAX_GROUP 64
+typedef struct {
+  const float *kt;       // [head_dim, keys] the chunk's keys, transposed
+  float *p;              // [CPU_ATTN_VEC_HEADS, keys] scratch: a head block's probabilities
+  const int64_t *slot;   // [n] the chunk's keys' cache slots
+  int n;                 // keys in the chunk (1 .. keys)
+  int head_dim, kv_dim;  // kv_dim: floats per cache slot
+  const float *v_cache;  // [slots, kv_dim] from this kv head's part
+  float scale;
+} CpuAttnChunk;
+typedef struct {
+  int keys;
+  // kt[d][i] = key i's value d for the chunk's n keys (zeros past n).
+  // k_cache: [slots, kv_dim] from this kv head's part, kt: [head_dim, keys]
+  void (*transpose)(const float *k_cache, int kv_dim, const int64_t *slot, int n, int head_dim,
+                    float *kt);
+  // Heads h < num (queries q[h]): their scores against the chunk, each one's running max and
+  // denominator moved on by the online softmax, and o[h] (stride head_dim) rescaled and
+  // added the chunk's probabilities times its values.
+  void (*heads)(const CpuAttnChunk *c, const float *const *q, int num, float *max, float *denom,
+                float *o);
+} CpuAttnKernel;
+extern const CpuAttnKernel cpu_attn512;
+extern const CpuAttnKernel cpu_attn256;
 
 // cpu_moe's SwiGLU of one row with AVX-512 (cpu_moe512.c).  h: [2 * inter], act: [inter]
 void cpu_swiglu512_row(const float *h, int inter, float limit, float *act);
