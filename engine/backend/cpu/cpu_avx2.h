@@ -11,6 +11,8 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "backend/cpu/cpu_exp.h"
+
 #define CPU_AVX2_TARGET __attribute__((target("avx2,fma")))
 #define CPU_AVX2_INLINE static inline __attribute__((always_inline)) CPU_AVX2_TARGET
 
@@ -21,24 +23,20 @@ CPU_AVX2_INLINE __m256i cpu_avx2_dot4(__m256i acc, __m256i w, __m256i x) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
 
-// e^x per lane, within 2 ulp of expf, as cpu_avx512.h's cpu_exp512: x = n ln2 + r (|r| <= ln2 /
-// 2, ln2 in two parts), e^r by its Taylor series to r^7, times 2^n as two powers of two of at
-// most half n each (AVX2 has no vscalefps; one factor 2^n would leave the float range). Below
-// -104 the result is 0, above 89 +inf, NaN stays NaN.
+// e^x per lane, within 2 ulp of expf (cpu_exp.h's constants and series, as cpu_avx512.h's
+// cpu_exp512), times 2^n as two powers of two of at most half n each (AVX2 has no vscalefps; one
+// factor 2^n would leave the float range). Below -104 the result is 0, above 89 +inf, NaN stays
+// NaN.
 CPU_AVX2_INLINE __m256 cpu_exp256(__m256 x) {
-  x = _mm256_min_ps(_mm256_set1_ps(89.0f), _mm256_max_ps(_mm256_set1_ps(-104.0f), x));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+  x = _mm256_min_ps(_mm256_set1_ps(CPU_EXP_MAX), _mm256_max_ps(_mm256_set1_ps(CPU_EXP_MIN), x));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(CPU_EXP_LOG2E)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);  // ln2 high bits
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-6f), r);    // ln2 - high bits
-  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(CPU_EXP_LN2_HI), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(CPU_EXP_LN2_LO), r);
+  __m256 p = _mm256_set1_ps(CPU_EXP_TAYLOR[0]);
+#pragma GCC unroll 8
+  for (int k = 1; k < CPU_EXP_TERMS; k++)
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(CPU_EXP_TAYLOR[k]));
   const __m256i ni = _mm256_cvtps_epi32(n);         // -150 .. 129, or garbage for NaN
   const __m256i half = _mm256_srai_epi32(ni, 1);    // -75 .. 64
   const __m256i rest = _mm256_sub_epi32(ni, half);  // -75 .. 65

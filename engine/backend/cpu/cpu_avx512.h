@@ -9,26 +9,23 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "backend/cpu/cpu_exp.h"
+
 #define CPU_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define CPU_AVX512_INLINE static inline __attribute__((always_inline)) CPU_AVX512_TARGET
 
-// e^x per lane, within 2 ulp of expf: x = n ln2 + r (|r| <= ln2 / 2, ln2 in two parts), e^r by
-// its Taylor series to r^7 (truncation below 2^-27), times 2^n by vscalefps. Below -104 the
-// result is 0, above 89 +inf, NaN stays NaN.
+// e^x per lane, within 2 ulp of expf (cpu_exp.h's constants and series), times 2^n by
+// vscalefps. Below -104 the result is 0, above 89 +inf, NaN stays NaN.
 CPU_AVX512_INLINE __m512 cpu_exp512(__m512 x) {
-  x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+  x = _mm512_min_ps(_mm512_set1_ps(CPU_EXP_MAX), _mm512_max_ps(_mm512_set1_ps(CPU_EXP_MIN), x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(CPU_EXP_LOG2E)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);  // ln2 high bits
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-6f), r);    // ln2 - high bits
-  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(CPU_EXP_LN2_HI), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(CPU_EXP_LN2_LO), r);
+  __m512 p = _mm512_set1_ps(CPU_EXP_TAYLOR[0]);
+#pragma GCC unroll 8
+  for (int k = 1; k < CPU_EXP_TERMS; k++)
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(CPU_EXP_TAYLOR[k]));
   return _mm512_scalef_ps(p, n);
 }
 

@@ -125,6 +125,13 @@ void cpu_q8avx2_block(const uint8_t *w, int64_t groups, const float *wscale, con
 // them; more rows go to decoded tiles and OpenBLAS).  x: [num_rows, w->cols], y: [num_rows,
 // w->rows]
 #define CPU_ROWSAVX2_MAX_ROWS 4
+// An input row laid out for the MXFP4 row kernels (cpu_rowsavx2.c's and cpu_mx8row.c's, AVX2
+// code that any AVX-512 CPU runs too): each 32-column block quantized to int8 as cpu_mx8.c
+// quantizes it, its 16 even and 16 odd columns apart, its scale once per int32 lane of the block
+// (4 a block); zeros from cols / 32 up to padded_blocks.
+// x: [cols], even, odd: [padded_blocks * 16], scale: [padded_blocks * 4]
+void cpu_mxfp4_split_row(const float *x, int64_t cols, int64_t padded_blocks, int8_t *even,
+                         int8_t *odd, float *scale);
 void cpu_rowsavx2_linear(Backend *be, const WeightMatrix *w, const float *x, int num_rows, float *y,
                          bool serial);
 

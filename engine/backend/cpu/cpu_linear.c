@@ -1,5 +1,6 @@
 // cpu_linear.c: y = x W^T + b for every weight format. Q8, BF16 and MXFP4 weights go to the
-// AVX-512 kernels (cpu_q8.c, cpu_bf16.c, cpu_mx8.c) when the CPU has them. Otherwise, and for F32,
+// AVX-512 kernels (cpu_q8.c, cpu_bf16.c, cpu_mx8.c) when the CPU has them, else to the AVX2 ones
+// (cpu_q8avx2.c through cpu_q8.c, cpu_rowsavx2.c for a few input rows). Otherwise, and for F32,
 // the output features are split across the backend's threads; each runs single-threaded OpenBLAS on
 // its slice: F32 weights directly, the others either decoded a tile of rows at a time (many input
 // rows) or one row at a time dotted with every input row (a few input rows, where reading the

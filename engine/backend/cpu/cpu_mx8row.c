@@ -15,7 +15,6 @@
 // Compiled for AVX-512 with target attributes: cpu_mx8_linear calls it only on CPUs with VNNI.
 // Reads the weights, writes only y and its scratch.
 #include <immintrin.h>
-#include <string.h>
 
 #include "backend/cpu/cpu_avx512.h"
 #include "backend/cpu/cpu_internal.h"
@@ -41,32 +40,16 @@ typedef struct {
   const float *scale;        // [chunks * 16]
 } CpuMx8RowInput;
 
-// Quantizes x (cols columns) into in's arrays, laid out as CpuMx8RowInput says.
+// x (cols columns) into in's arrays, laid out as CpuMx8RowInput says: cpu_mxfp4_split_row,
+// then each lane's start from its 8 values.
 CPU_MX8_TARGET static void cpu_mx8row_quantize(const float *x, int64_t cols, int64_t chunks,
                                                int8_t *even, int8_t *odd, int32_t *start,
                                                float *scale) {
-  const __m512i pick_even =
-      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i pick_odd = _mm512_add_epi32(pick_even, _mm512_set1_epi32(1));
-  const int64_t lanes = chunks * 16;
-  memset(even, 0, (size_t)lanes * 4);
-  memset(odd, 0, (size_t)lanes * 4);
-  memset(start, 0, (size_t)lanes * sizeof *start);
-  memset(scale, 0, (size_t)lanes * sizeof *scale);
-  for (int64_t b = 0; b < cols / MXFP4_BLOCK_SIZE; b++) {
-    __m512i lo, hi;
-    const float s = cpu_mx8_quantize_block(x + b * MXFP4_BLOCK_SIZE, &lo, &hi);
-    const __m512i e = _mm512_permutex2var_epi32(lo, pick_even, hi);
-    const __m512i o = _mm512_permutex2var_epi32(lo, pick_odd, hi);
-    _mm512_mask_cvtsepi32_storeu_epi8(even + b * 16, 0xffff, e);
-    _mm512_mask_cvtsepi32_storeu_epi8(odd + b * 16, 0xffff, o);
-    int32_t sums[16];
-    _mm512_storeu_si512(sums, _mm512_add_epi32(e, o));
-    for (int lane = 0; lane < 4; lane++) {
-      const int32_t *q = sums + 4 * lane;
-      start[b * 4 + lane] = -CPU_MX8_OFFSET * (q[0] + q[1] + q[2] + q[3]);
-      scale[b * 4 + lane] = s;
-    }
+  cpu_mxfp4_split_row(x, cols, chunks * CPU_MX8ROW_CHUNK_BLOCKS, even, odd, scale);
+  for (int64_t lane = 0; lane < chunks * 16; lane++) {
+    int32_t sum = 0;
+    for (int k = 0; k < 4; k++) sum += even[lane * 4 + k] + odd[lane * 4 + k];
+    start[lane] = -CPU_MX8_OFFSET * sum;
   }
 }
 

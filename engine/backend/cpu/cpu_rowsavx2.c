@@ -3,12 +3,12 @@
 // where it lies, two at a time against every input row. BF16: 8 values widened to float per
 // load, multiplied with the float inputs as they are (no rounding). MXFP4: the inputs quantized
 // to int8 per 32-column block as cpu_mx8.c quantizes them (max |x| of the block -> 127, nearest
-// even) and laid out as cpu_mx8row.c lays them out (each block's 16 even columns, then its 16 odd
-// ones); 32 bytes of codes (two blocks) at a time, the low nibbles (even columns) and the high
-// ones (odd columns) looked up as signed bytes 2 * e2m1 by vpshufb and multiplied by
-// cpu_avx2_dot4, so that each int32 lane holds 8 exact products of one block; the block's
-// half-scale 2^(scale - 128) times the input's block scale multiplies the lane into a float lane
-// sum. A row's 8 float lanes are added at its end. Compiled for AVX2 and FMA with target
+// even) and laid out by cpu_mxfp4_split_row, here for both row kernels (each block's 16 even
+// columns, then its 16 odd ones); 32 bytes of codes (two blocks) at a time, the low nibbles (even
+// columns) and the high ones (odd columns) looked up as signed bytes 2 * e2m1 by vpshufb and
+// multiplied by cpu_avx2_dot4, so that each int32 lane holds 8 exact products of one block; the
+// block's half-scale 2^(scale - 128) times the input's block scale multiplies the lane into a float
+// lane sum. A row's 8 float lanes are added at its end. Compiled for AVX2 and FMA with target
 // attributes: cpu_linear calls it only when the CPU has them. Reads the weights, writes only y
 // and its scratch.
 #include <float.h>
@@ -41,12 +41,17 @@ typedef struct {
   const float *scale;
 } CpuRowsAvx2Input;
 
-// Quantizes x (cols columns, blocks rounded up to even) into even, odd and scale.
-CPU_AVX2_TARGET static void cpu_rowsavx2_quantize(const float *x, int64_t cols, int64_t blocks,
-                                                  int8_t *even, int8_t *odd, float *scale) {
-  memset(even, 0, (size_t)blocks * 16);
-  memset(odd, 0, (size_t)blocks * 16);
-  memset(scale, 0, (size_t)blocks * 4 * sizeof *scale);
+// cpu_mxfp4_split_row (cpu_internal.h): each 32-column block b quantized as cpu_mx8.c
+// quantizes it (max |x| of the block -> 127, nearest even; a block below the smallest normal
+// float as zeros), its 16 even columns at even + 16 b, its 16 odd ones at odd + 16 b, and its
+// scale max |x| / 127 in scale[4 b .. 4 b + 3], once per int32 lane of the block. Blocks from
+// cols / 32 up to padded_blocks are zeros.
+// x: [cols], even, odd: [padded_blocks * 16], scale: [padded_blocks * 4]
+CPU_AVX2_TARGET void cpu_mxfp4_split_row(const float *x, int64_t cols, int64_t padded_blocks,
+                                         int8_t *even, int8_t *odd, float *scale) {
+  memset(even, 0, (size_t)padded_blocks * 16);
+  memset(odd, 0, (size_t)padded_blocks * 16);
+  memset(scale, 0, (size_t)padded_blocks * 4 * sizeof *scale);
   for (int64_t b = 0; b < cols / MXFP4_BLOCK_SIZE; b++) {
     const float *xb = x + b * MXFP4_BLOCK_SIZE;
     const float m = cpu_avx2_max_abs(xb, MXFP4_BLOCK_SIZE);
@@ -216,7 +221,7 @@ void cpu_rowsavx2_linear(Backend *be, const WeightMatrix *w, const float *x, int
       char *p = buf + (size_t)i * row_bytes;
       int8_t *even = (int8_t *)p, *odd = (int8_t *)(p + blocks * 16);
       float *scale = (float *)(p + blocks * 32);
-      cpu_rowsavx2_quantize(x + i * w->cols, w->cols, blocks, even, odd, scale);
+      cpu_mxfp4_split_row(x + i * w->cols, w->cols, blocks, even, odd, scale);
       in[i] = (CpuRowsAvx2Input){even, odd, scale};
     }
     c.in = in;
