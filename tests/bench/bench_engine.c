@@ -214,21 +214,27 @@ static Batch make_batch(BatchArrays *a, const BenchOptions *o, const uint32_t *t
                  .num_logits = num_seqs};
 }
 
+// How bench_run samples: on the host (scratch, rng) or by the backend's sample op (rows: all
+// greedy, ids), each sized for the largest call before the timed loops.
+typedef struct {
+  SamplerScratch scratch;
+  SamplerRng rng;
+  SampleRow *rows;  // [B] temperature 0: greedy
+  int32_t *ids;     // [B]
+} Sampling;
+
 // Greedy ids of the rows of logits into next[0 .. num_seqs), as the engine's runner picks them:
 // by the backend's sample op where it has one, else on the host.  logits: [num_seqs, vocab]
 static void sample_rows(Backend *be, const float *logits, int num_seqs, int vocab, uint32_t *next,
-                        SamplerScratch *scratch, SamplerRng *rng) {
+                        Sampling *s) {
   const SamplingParams greedy = {.temperature = 0, .top_p = 1};
   if (!be->sample) {
     for (int i = 0; i < num_seqs; i++)
-      next[i] = sampler_sample(logits + (size_t)i * vocab, vocab, &greedy, rng, scratch);
+      next[i] = sampler_sample(logits + (size_t)i * vocab, vocab, &greedy, &s->rng, &s->scratch);
     return;
   }
-  SampleRow *rows = xcalloc((size_t)num_seqs, sizeof *rows);  // temperature 0: greedy
-  int32_t *ids = xmalloc((size_t)num_seqs * sizeof *ids);
-  be->sample(be, logits, num_seqs, vocab, rows, ids);
-  for (int i = 0; i < num_seqs; i++) next[i] = (uint32_t)ids[i];
-  free(rows), free(ids);
+  be->sample(be, logits, num_seqs, vocab, s->rows, s->ids);
+  for (int i = 0; i < num_seqs; i++) next[i] = (uint32_t)s->ids[i];
 }
 
 static double gflops(double macs, double secs) { return 2.0 * macs / secs / 1e9; }
@@ -318,9 +324,9 @@ static RunResult bench_run(Model *m, const BenchOptions *o, int B, int gen_len, 
     s ^= s << 13, s ^= s >> 7, s ^= s << 17;
     tokens[i] = (uint32_t)(s % (uint64_t)c->vocab_size);
   }
-  SamplerScratch scratch = {0};
-  SamplerRng rng;
-  sampler_rng_seed(&rng, 1);
+  Sampling sampling = {.rows = xcalloc((size_t)B, sizeof(SampleRow)),
+                       .ids = xmalloc((size_t)B * sizeof(int32_t))};
+  sampler_rng_seed(&sampling.rng, 1);
 
   const int seqs_per_call = o->chunk / o->prompt_len;
   RunResult r = {0};
@@ -329,17 +335,18 @@ static RunResult bench_run(Model *m, const BenchOptions *o, int B, int gen_len, 
     const int n = B - first < seqs_per_call ? B - first : seqs_per_call;
     Batch b = make_batch(a, o, tokens, NULL, first, n, 0, o->prompt_len, &r.prefill, c);
     model_forward(m, &b, &kv, logits);
-    sample_rows(m->backend, logits, n, c->vocab_size, next + first, &scratch, &rng);
+    sample_rows(m->backend, logits, n, c->vocab_size, next + first, &sampling);
   }
   r.prefill_s = (double)(clock_now_ns() - t0) / 1e9;
   t0 = clock_now_ns();
   for (int step = 0; step < gen_len; step++) {
     Batch b = make_batch(a, o, tokens, next, 0, B, o->prompt_len + step, 1, &r.decode, c);
     model_forward(m, &b, &kv, logits);
-    sample_rows(m->backend, logits, B, c->vocab_size, next, &scratch, &rng);
+    sample_rows(m->backend, logits, B, c->vocab_size, next, &sampling);
   }
   r.decode_s = (double)(clock_now_ns() - t0) / 1e9;
-  sampler_scratch_free(&scratch);
+  sampler_scratch_free(&sampling.scratch);
+  free(sampling.rows), free(sampling.ids);
   free(tokens);
   free(next);
   kv_cache_free(&kv);
