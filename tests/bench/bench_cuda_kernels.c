@@ -2,7 +2,8 @@
 // device's limits. Measures the two references first (device-to-device copy bandwidth, counting
 // read + write; the bf16 cuBLAS rate through the linear op on an 8192 x 8192 x 4096 product),
 // then the MoE op at GPT-OSS shapes (hidden and intermediate 2880, top-4 of 32 or 128 MXFP4
-// experts) from 1 to 4096 tokens, and paged attention (64 query / 8 KV heads of 64) for decode
+// experts) from 1 to 8192 tokens, on the backend's choice of expert kernel and on each kernel
+// forced (figures ".tile", ".wide"), and paged attention (64 query / 8 KV heads of 64) for decode
 // batches and a prefill chunk: achieved GB/s (bytes that must be read: the routed experts'
 // weights; the visible K/V) and TFLOP/s, each as a share of its reference. Prints one
 // "cuda.<name> value" line per figure, then a table. Times only the ops (after one untimed
@@ -160,8 +161,18 @@ static int distinct_experts(Backend *cpu, const LayerWeights *L, const GptOssCon
   return n;
 }
 
-#define BENCH_MOE_SHAPES 6
-static const int BENCH_MOE_TOKENS[BENCH_MOE_SHAPES] = {1, 16, 64, 256, 1024, 4096};
+#define BENCH_MOE_SHAPES 7
+static const int BENCH_MOE_TOKENS[BENCH_MOE_SHAPES] = {1, 16, 64, 256, 1024, 4096, 8192};
+
+// Each MoE shape runs on the backend's own choice of expert kernel and on each kernel forced
+// (GPTOSS_CUDA_MOE_KERNEL), so that one run shows where the wide kernel starts to pay.
+#define BENCH_MOE_KERNELS 3
+static struct {
+  const char *env;     // GPTOSS_CUDA_MOE_KERNEL
+  const char *suffix;  // of the figures' names
+  Backend *backend;
+} g_moe_kernels[BENCH_MOE_KERNELS] = {
+    {"auto", "", NULL}, {"tile", ".tile", NULL}, {"wide", ".wide", NULL}};
 
 // "moe.<model without its org>.e<experts>.t<tokens>"
 static void moe_name(char *name, size_t size, const char *model, int experts, int tokens) {
@@ -205,31 +216,39 @@ static void bench_moe(Backend *gpu, Backend *cpu, const char *model, int num_exp
 
   for (int i = 0; i < BENCH_MOE_SHAPES; i++) {
     const int T = BENCH_MOE_TOKENS[i];
-    char name[96];
-    moe_name(name, sizeof name, model, E, T);
-    if (!wanted(name)) continue;
-    float *xh = host_floats((size_t)T * H, 1.0f);
-    const int used = distinct_experts(cpu, &L, &c, xh, T);
-    MoeCtx m = {gpu, {&c, &dev.layers[0], NULL, T, 0, E, NULL, NULL}};
-    float *x = gpu->alloc(gpu, (size_t)T * H * sizeof(float));
-    cuda_to_device(gpu, x, xh, (size_t)T * H * sizeof(float));
-    m.a.x = x;
-    m.a.residual = gpu->alloc(gpu, (size_t)T * H * sizeof(float));
-    const double t = time_op(gpu, moe_op, &m);
-    const double bytes = used * expert_bytes + (double)T * H * 4 * 3;
-    const double flops =
-        (double)T * c.experts_per_token * 2.0 * ((double)n1 + n2) + 2.0 * T * E * H;
-    printf(
-        "%-40s %9.1f us %8.0f GB/s (%3.0f%% of copy) %7.1f TFLOP/s (%3.0f%% of bf16 GEMM), %d "
-        "experts used\n",
-        name, t * 1e6, bytes / t * 1e-9, 100 * bytes / t * 1e-9 / g_copy_gbs, flops / t * 1e-12,
-        100 * flops / t * 1e-12 / g_bf16_tflops, used);
-    char fig[128];
-    snprintf(fig, sizeof fig, "%s.us", name), report(fig, t * 1e6);
-    snprintf(fig, sizeof fig, "%s.gb_s", name), report(fig, bytes / t * 1e-9);
-    snprintf(fig, sizeof fig, "%s.tflops", name), report(fig, flops / t * 1e-12);
-    gpu->free(gpu, x), gpu->free(gpu, m.a.residual);
-    free(xh);
+    char shape[96];
+    moe_name(shape, sizeof shape, model, E, T);
+    float *xh = NULL, *x = NULL, *residual = NULL;
+    int used = 0;
+    for (int v = 0; v < BENCH_MOE_KERNELS; v++) {
+      char name[128];
+      snprintf(name, sizeof name, "%s%s", shape, g_moe_kernels[v].suffix);
+      if (!wanted(name)) continue;
+      if (!xh) {
+        xh = host_floats((size_t)T * H, 1.0f);
+        used = distinct_experts(cpu, &L, &c, xh, T);
+        x = gpu->alloc(gpu, (size_t)T * H * sizeof(float));
+        residual = gpu->alloc(gpu, (size_t)T * H * sizeof(float));
+        cuda_to_device(gpu, x, xh, (size_t)T * H * sizeof(float));
+      }
+      // Another backend of the same device reads the same device weights and buffers.
+      Backend *be = g_moe_kernels[v].backend;
+      MoeCtx m = {be, {&c, &dev.layers[0], x, T, 0, E, residual, NULL}};
+      const double t = time_op(be, moe_op, &m);
+      const double bytes = used * expert_bytes + (double)T * H * 4 * 3;
+      const double flops =
+          (double)T * c.experts_per_token * 2.0 * ((double)n1 + n2) + 2.0 * T * E * H;
+      printf(
+          "%-45s %9.1f us %8.0f GB/s (%3.0f%% of copy) %7.1f TFLOP/s (%3.0f%% of bf16 GEMM), %d "
+          "experts used\n",
+          name, t * 1e6, bytes / t * 1e-9, 100 * bytes / t * 1e-9 / g_copy_gbs, flops / t * 1e-12,
+          100 * flops / t * 1e-12 / g_bf16_tflops, used);
+      char fig[160];
+      snprintf(fig, sizeof fig, "%s.us", name), report(fig, t * 1e6);
+      snprintf(fig, sizeof fig, "%s.gb_s", name), report(fig, bytes / t * 1e-9);
+      snprintf(fig, sizeof fig, "%s.tflops", name), report(fig, flops / t * 1e-12);
+    }
+    if (xh) gpu->free(gpu, x), gpu->free(gpu, residual), free(xh);
   }
   cuda_weights_free(gpu, &dev);
   free(gate), free((void *)L.gate_bias), free(w1), free(w2), free(blocks), free(scales);
@@ -323,8 +342,16 @@ int main(int argc, char **argv) {
   bench_references(gpu);
   printf("references: copy %.0f GB/s (read + write), bf16 GEMM %.1f TFLOP/s\n", g_copy_gbs,
          g_bf16_tflops);
+  for (int v = 0; v < BENCH_MOE_KERNELS; v++) {
+    setenv("GPTOSS_CUDA_MOE_KERNEL", g_moe_kernels[v].env, 1);
+    g_moe_kernels[v].backend = cuda_backend_create(0, err, sizeof err);
+    if (!g_moe_kernels[v].backend) die("bench_cuda_kernels: %s", err);
+  }
+  unsetenv("GPTOSS_CUDA_MOE_KERNEL");
   bench_moe(gpu, cpu, "openai/gpt-oss-20b", 32);
   bench_moe(gpu, cpu, "openai/gpt-oss-120b", 128);
+  for (int v = 0; v < BENCH_MOE_KERNELS; v++)
+    g_moe_kernels[v].backend->destroy(g_moe_kernels[v].backend);
   bench_attention(gpu, "attn.decode.s64.ctx1024", 64, 1024, 1, 0);
   bench_attention(gpu, "attn.decode.s256.ctx2048", 256, 2048, 1, 0);
   bench_attention(gpu, "attn.decode.s256.ctx2048.w128", 256, 2048, 1, 128);

@@ -4,7 +4,8 @@
 // and without bias and accumulate, MXFP4), paged attention (block boundaries, sliding-window
 // edges, several sequences mixing prefill chunks and decode tokens, GQA groups of 1 to 16, head
 // dims 16 to 256) and MoE (MXFP4, BF16 and F32 experts, uneven expert loads with idle experts,
-// an expert range, top-k ties, the SwiGLU clamp) and sample (greedy and temperature draws
+// an expert range, top-k ties, the SwiGLU clamp; the tile and the wide MXFP4 kernels, the wide
+// one also forced by GPTOSS_CUDA_MOE_KERNEL) and sample (greedy and temperature draws
 // against a float64 reference and the host sampler). Each comparison prints its errors. Without a
 // CUDA device (or in a CUDA=0 build) every GPU test prints "skipped: no CUDA device" and skips.
 //
@@ -161,6 +162,13 @@ static void test_no_device_is_reported(void **state) {
   assert_null(cuda_backend_create(0, err, sizeof err));
   print_message("# cuda_backend_create without a device: %s\n", err);
   assert_true(strlen(err) > 0);
+  // A CUDA build reads its settings before it looks for a device: a bad one is named.
+  setenv("GPTOSS_CUDA_MOE_KERNEL", "widest", 1);
+  assert_null(cuda_backend_create(0, err, sizeof err));
+  unsetenv("GPTOSS_CUDA_MOE_KERNEL");
+  print_message("# with GPTOSS_CUDA_MOE_KERNEL=widest: %s\n", err);
+  if (!strstr(err, "built without CUDA"))
+    assert_non_null(strstr(err, "GPTOSS_CUDA_MOE_KERNEL=widest: expected auto, tile or wide"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -849,6 +857,52 @@ static void test_moe_ties_and_gpt_oss_shape(void **state) {
   moe_free(t, &g);
 }
 
+// The wide MXFP4 kernel (cuda_moe_wide.cu: 128-row items, 128 weight rows a block, 64-column
+// stages). By default a call takes it when its pairs average 64 or more per expert and both
+// widths are multiples of 64: hidden 192 and intermediate 320 give mlp1 5 whole 128-row blocks
+// over 3 stages and mlp2 one and a half blocks over 5 stages.
+static void test_moe_wide(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  Moe m;
+  moe_init(t, &m, 192, 320, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1400);
+  // 150 rows an expert on average: items of 128 and a partial one (idle warps, partial m16 tiles)
+  check_moe(t, &m, "wide 192/320 8x top-4", 300, 1.0f, false, 0, 8, 1401);
+  check_moe(t, &m, "wide 192/320 8x top-4", 1000, 1.0f, false, 0, 8, 1402);
+  check_moe(t, &m, "wide 192/320 8x top-4, large x (clamps)", 200, 8.0f, false, 0, 8, 1403);
+  check_moe(t, &m, "wide 192/320 8x top-4, expert range", 300, 1.0f, false, 3, 6, 1404);
+  moe_free(t, &m);
+  // Every token on experts 0, 1 and 2 (300 rows each: items of 128, 128 and 44), none on 6, 7.
+  const float bias[8] = {3.0f, 2.9f, 2.8f, 0.5f, 0.4f, 0.3f, -40.0f, -40.0f};
+  moe_init(t, &m, 128, 128, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, bias, 1410);
+  check_moe(t, &m, "wide, uneven (idle experts 6, 7)", 300, 0.1f, false, 0, 8, 1411);
+  moe_free(t, &m);
+}
+
+// GPTOSS_CUDA_MOE_KERNEL=wide: the wide kernel for every call, at the token counts the default
+// gives the tile kernel (items of 1 to 37 rows) and at GPT-OSS's widths (45 stages).
+static void test_moe_wide_forced(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  char err[512];
+  setenv("GPTOSS_CUDA_MOE_KERNEL", "wide", 1);
+  Twins wide = {t->cpu, cuda_backend_create(0, err, sizeof err)};
+  unsetenv("GPTOSS_CUDA_MOE_KERNEL");
+  if (!wide.gpu) print_error("cuda_backend_create: %s\n", err);
+  assert_non_null(wide.gpu);
+  Moe m;
+  moe_init(&wide, &m, 192, 320, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1420);
+  const int tokens[] = {1, 2, 5, 37};
+  for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++)
+    check_moe(&wide, &m, "forced wide 192/320 8x top-4", tokens[i], 1.0f, false, 0, 8, 1421 + i);
+  moe_free(&wide, &m);
+  moe_init(&wide, &m, 2880, 2880, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1430);
+  check_moe(&wide, &m, "forced wide, gpt-oss widths 2880/2880, 8x top-4", 40, 1.0f, false, 0, 8,
+            1431);
+  moe_free(&wide, &m);
+  wide.gpu->destroy(wide.gpu);
+}
+
 // ---------------------------------------------------------------------------------------------
 // sample: each row's id against a float64 reference and the host sampler (core/sampler.h).
 
@@ -963,6 +1017,8 @@ int main(void) {
       cmocka_unit_test(test_moe_formats),
       cmocka_unit_test(test_moe_uneven_and_range),
       cmocka_unit_test(test_moe_ties_and_gpt_oss_shape),
+      cmocka_unit_test(test_moe_wide),
+      cmocka_unit_test(test_moe_wide_forced),
       cmocka_unit_test(test_sample),
       cmocka_unit_test(test_weights_refuse_q8),
   };

@@ -166,7 +166,25 @@ static Backend *cuda_table(CudaState *st) {
   return be;
 }
 
+// GPTOSS_CUDA_MOE_KERNEL (unset: auto) into *kernel; false with the reason for another value.
+static bool cuda_moe_kernel_from_env(CudaMoeKernel *kernel, char *err, size_t err_size) {
+  const char *v = getenv("GPTOSS_CUDA_MOE_KERNEL");
+  if (!v || !*v || !strcmp(v, "auto"))
+    *kernel = CUDA_MOE_KERNEL_AUTO;
+  else if (!strcmp(v, "tile"))
+    *kernel = CUDA_MOE_KERNEL_TILE;
+  else if (!strcmp(v, "wide"))
+    *kernel = CUDA_MOE_KERNEL_WIDE;
+  else {
+    snprintf(err, err_size, "GPTOSS_CUDA_MOE_KERNEL=%s: expected auto, tile or wide", v);
+    return false;
+  }
+  return true;
+}
+
 Backend *cuda_backend_create(int device, char *err, size_t err_size) {
+  CudaMoeKernel moe_kernel;
+  if (!cuda_moe_kernel_from_env(&moe_kernel, err, err_size)) return NULL;
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
@@ -182,6 +200,7 @@ Backend *cuda_backend_create(int device, char *err, size_t err_size) {
   }
   CudaState *st = (CudaState *)xcalloc(1, sizeof(*st));
   st->device = device;
+  st->moe_kernel = moe_kernel;
   cudaDeviceProp prop;
   cublasStatus_t cs;
   CUDA_TRY(cudaSetDevice(device), err, err_size);

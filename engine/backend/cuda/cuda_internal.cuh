@@ -89,8 +89,14 @@ struct CudaProfile;
 // sequence (upload_batch cuts them, cuda_attention.cu reads them).
 #define CUDA_ATTN_TILE_TOKENS 4
 
+// Which grouped MXFP4 expert kernel the MoE op runs (GPTOSS_CUDA_MOE_KERNEL, read at create:
+// auto by the call's pairs per expert, cuda_moe.cu; tile or wide for every call that fits it, to
+// measure one against the other on the same shapes).
+enum CudaMoeKernel { CUDA_MOE_KERNEL_AUTO, CUDA_MOE_KERNEL_TILE, CUDA_MOE_KERNEL_WIDE };
+
 struct CudaState {
   int device;
+  CudaMoeKernel moe_kernel;
   char name[256];
   cudaStream_t stream;  // every op runs on it, in order
   cublasHandle_t cublas;

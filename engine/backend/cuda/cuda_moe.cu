@@ -1,11 +1,12 @@
 // cuda_moe.cu: the MoE op after its RMSNorm (spec gptoss-model.md sections 2.2, 2.3), routed on
 // the device: the router product (cuda_linear, with bias), top-k per token (one warp per token,
 // ties to the lower expert index) and the softmax over the k; then the (token, rank) pairs are
-// grouped by expert (one block: counts, prefix sums, CUDA_MOE_BM-row work items for the experts
-// in [expert_begin, expert_end), a scatter), the grouped expert kernel runs mlp1 + SwiGLU and mlp2
-// (cuda_moe_gemm.cu), and each token's weighted expert rows are summed in rank order into the
-// residual. The order of pairs within an expert does not change any row's result, so the op is
-// deterministic. Nothing leaves the device; no host synchronisation.
+// grouped by expert (one block: counts, prefix sums, work items of CUDA_MOE_BM rows, or of
+// CUDA_MOE_WIDE_BM for the wide kernel, for the experts in [expert_begin, expert_end), a
+// scatter), the grouped expert kernels run mlp1 + SwiGLU and mlp2 (cuda_moe_gemm.cu), and each
+// token's weighted expert rows are summed in rank order into the residual. The order of pairs
+// within an expert does not change any row's result, so the op is deterministic. Nothing leaves the
+// device; no host synchronisation.
 #include <cub/block/block_scan.cuh>
 
 #include "backend/cuda/cuda_moe.cuh"
@@ -56,18 +57,19 @@ __global__ void cuda_moe_route_kernel(const float *logits, int num_tokens, int n
 }
 
 // One block, a thread per expert: pair offsets by expert and the work items of the experts in
-// [begin, end) (tiles of CUDA_MOE_BM positions), both exclusive prefix sums (CUB's block scan),
+// [begin, end) (tiles of tile_rows positions), both exclusive prefix sums (CUB's block scan),
 // then every pair id scattered to its expert's run of `sorted`.
 // experts: [num_pairs]; counts: [num_experts]; sorted: [num_pairs]; items: [bound]
 __global__ void __launch_bounds__(MOE_GROUP_THREADS)
     cuda_moe_group_kernel(const int32_t *experts, const int *counts, int num_pairs, int num_experts,
-                          int begin, int end, int32_t *sorted, int4 *items, int *num_items) {
+                          int begin, int end, int tile_rows, int32_t *sorted, int4 *items,
+                          int *num_items) {
   using Scan = cub::BlockScan<int, MOE_GROUP_THREADS>;
   __shared__ typename Scan::TempStorage scan;
   __shared__ int cursor[MOE_GROUP_THREADS];
   const int e = threadIdx.x;
   const int n = e < num_experts ? counts[e] : 0;
-  const int tiles = e >= begin && e < end ? (n + CUDA_MOE_BM - 1) / CUDA_MOE_BM : 0;
+  const int tiles = e >= begin && e < end ? (n + tile_rows - 1) / tile_rows : 0;
   int offset, item_offset, total_items;
   Scan(scan).ExclusiveSum(n, offset);
   __syncthreads();  // the scan's storage is used again
@@ -75,8 +77,8 @@ __global__ void __launch_bounds__(MOE_GROUP_THREADS)
   if (e == 0) *num_items = total_items;
   cursor[e] = offset;
   for (int i = 0; i < tiles; i++) {
-    const int rows = n - i * CUDA_MOE_BM < CUDA_MOE_BM ? n - i * CUDA_MOE_BM : CUDA_MOE_BM;
-    items[item_offset + i] = make_int4(e - begin, offset + i * CUDA_MOE_BM, rows, 0);
+    const int rows = n - i * tile_rows < tile_rows ? n - i * tile_rows : tile_rows;
+    items[item_offset + i] = make_int4(e - begin, offset + i * tile_rows, rows, 0);
   }
   __syncthreads();
   for (int i = threadIdx.x; i < num_pairs; i += blockDim.x)
@@ -120,6 +122,19 @@ static WeightFormat cuda_moe_format(const MoeArgs *a) {
   return f;
 }
 
+// The work items' rows for a call of P pairs: the wide kernel's for MXFP4 experts whose pairs
+// average CUDA_MOE_WIDE_MIN_ROWS an expert (both products' columns whole stages of it), unless
+// GPTOSS_CUDA_MOE_KERNEL chose one kernel for every call.
+static int cuda_moe_tile_rows(const CudaState *st, WeightFormat fmt, const GptOssConfig *c,
+                              size_t P) {
+  const bool fits = fmt == WEIGHT_MXFP4 && c->hidden_size % CUDA_MOE_WIDE_BK == 0 &&
+                    c->intermediate_size % CUDA_MOE_WIDE_BK == 0;
+  const bool wide = st->moe_kernel == CUDA_MOE_KERNEL_AUTO
+                        ? P >= (size_t)CUDA_MOE_WIDE_MIN_ROWS * c->num_experts
+                        : st->moe_kernel == CUDA_MOE_KERNEL_WIDE;
+  return fits && wide ? CUDA_MOE_WIDE_BM : CUDA_MOE_BM;
+}
+
 // One expert product (stage 1 or 2) in launches of at most CUDA_MOE_MAX_LAUNCH_EXPERTS experts.
 static void cuda_moe_stage(CudaState *st, CudaMoeGemm *g, const WeightMatrix *w, int num_local,
                            int max_items) {
@@ -149,7 +164,8 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
   const WeightFormat fmt = cuda_moe_format(a);
 
   const size_t P = (size_t)T * k;  // (token, rank) pairs
-  const int max_items = (int)(P / CUDA_MOE_BM) + (num_local < (int)P ? num_local : (int)P);
+  const int tile_rows = cuda_moe_tile_rows(st, fmt, c, P);
+  const int max_items = (int)(P / tile_rows) + (num_local < (int)P ? num_local : (int)P);
   const size_t bytes = 10 * 256 + (size_t)T * E * sizeof(float)      // logits
                        + (size_t)T * hidden * sizeof(__nv_bfloat16)  // x_bf16
                        + P * (2 * sizeof(int32_t) + sizeof(float))   // experts, sorted, weights
@@ -175,7 +191,8 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
       logits, T, E, k, experts, weights, counts);
   CUDA_CHECK_LAUNCH();
   cuda_moe_group_kernel<<<1, MOE_GROUP_THREADS, 0, st->stream>>>(
-      experts, counts, (int)P, E, a->expert_begin, a->expert_end, sorted, items, num_items);
+      experts, counts, (int)P, E, a->expert_begin, a->expert_end, tile_rows, sorted, items,
+      num_items);
   CUDA_CHECK_LAUNCH();
 
   const int64_t total = (int64_t)T * hidden;
@@ -188,6 +205,7 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
 
   CudaMoeGemm g = {};
   g.format = fmt;
+  g.tile_rows = tile_rows;
   g.items = items;
   g.num_items = num_items;
   g.sorted = sorted;

@@ -3,7 +3,8 @@
 // and weights go through shared memory MOE_MMA_BK (tensor cores) or MOE_BK (F32) columns at a
 // time, the next tile's global loads in flight (in registers) while the current one is
 // multiplied.
-//   MXFP4 experts: cuda_moe_mxfp4.cu (decoded in registers; launched from here).
+//   MXFP4 experts: cuda_moe_mxfp4.cu (decoded in registers; launched from here), or for
+//     prefill-sized calls cuda_moe_wide.cu (128-row items, decoded once into shared memory).
 //   BF16 experts: bf16 tensor cores (WMMA 16x16x16, float32 accumulation) on bf16 input rows
 //     (cuda_moe.cu rounds x once per call; stage 1 writes act in bf16), the weights copied
 //     (cp.async) STAGES - 1 tiles ahead.
@@ -250,6 +251,12 @@ void cuda_moe_gemm(CudaState *st, const CudaMoeGemm &g, int max_items) {
                                   : (bf16_rows ? (const void *)g.act_bf16 : g.act_in)) &
          15) == 0);
   if (max_items <= 0) return;
+  if (g.tile_rows == CUDA_MOE_WIDE_BM) {
+    cuda_moe_wide_launch(st, g, max_items);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
+  CHECK(g.tile_rows == CUDA_MOE_BM);
   const dim3 grid((unsigned)max_items, (unsigned)((g.n + MOE_BN - 1) / MOE_BN));
   switch (g.format) {
     case WEIGHT_MXFP4: cuda_moe_mxfp4_launch(st, g, grid); break;

@@ -2,11 +2,9 @@
 // for that format). One thread block per work item (one expert, up to CUDA_MOE_BM of its token
 // rows) and CUDA_MOE_BN weight rows, 16 of them per warp. Nothing of the weights goes through
 // shared memory: each thread loads its 16-byte blocks of two weight rows straight into
-// registers, a chunk (MX_CHUNK columns) ahead of their use, and decodes them there: a code byte
-// becomes the bf16x2 of its two e2m1 values by byte permutes from two 8-entry tables (the
-// magnitudes' low and high bytes) with the sign bits moved into place, and one bf16x2 product
-// applies the block's scale (exact while the product is a normal bf16; other scales take the
-// float path). The products are mma.sync m16n8k16 (bf16 in, float32 accumulation) with the
+// registers, a chunk (MX_CHUNK columns) ahead of their use, and decodes them there to bf16x2
+// (cuda_mxfp4_decode_word, cuda_decode.cuh: byte permutes, one bf16x2 product for the scale).
+// The products are mma.sync m16n8k16 (bf16 in, float32 accumulation) with the
 // weights as the 16-row A operand and up to four 8-token tiles as B, so a decode item of one or
 // two tokens computes 8 token rows, not 32.
 // Column order: thread q (lane % 4) of a quad owns block q of each 128-column group, and k-step
@@ -17,10 +15,12 @@
 // eight lanes of each phase of a 16-byte shared load hit eight different bank quads.
 // Per block, once: the input rows' addresses (no division per copy) and each thread's weight
 // row pointers (no 64-bit index arithmetic per load). The decode's rare float path is out of
-// line (mx_decode_float): with it inline at the 16 decode sites, or with the chunk loop unrolled
-// by two, the kernel ran slower on the H200 (likely more code than the instruction cache holds).
+// line (cuda_mxfp4_decode_float): with it inline at the 16 decode sites, or with the chunk loop
+// unrolled by two, the kernel ran slower on the H200 (likely more code than the instruction cache
+// holds).
 #include "backend/cuda/cuda_async.cuh"
 #include "backend/cuda/cuda_decode.cuh"
+#include "backend/cuda/cuda_mma.cuh"
 #include "backend/cuda/cuda_moe_tile.cuh"
 
 #define MX_WARP_ROWS 16                   // weight rows per warp (the mma's 16 rows)
@@ -91,60 +91,6 @@ static __device__ __forceinline__ void mx_load(MxBlocks &m, const MxRows &rows, 
   }
 }
 
-// mx_decode's rare path (scales whose products leave the normal bf16 range), out of line so that
-// its code is not repeated at every decode site: the 4 words by float arithmetic.
-static __device__ __noinline__ uint4 mx_decode_float(uint32_t v, uint32_t scale) {
-  uint32_t out[4];
-#pragma unroll
-  for (int j = 0; j < 4; j++) {
-    const uint32_t byte = v >> (8 * j) & 0xffu;
-    const __nv_bfloat162 h = __floats2bfloat162_rn(cuda_mxfp4_value(byte & 15u, scale),
-                                                   cuda_mxfp4_value(byte >> 4, scale));
-    out[j] = *(const uint32_t *)&h;
-  }
-  return make_uint4(out[0], out[1], out[2], out[3]);
-}
-
-// The 4 code bytes of v as bf16x2 (byte j: its low nibble's value in the low half, its high
-// nibble's in the high half), each e2m1 value times 2^(scale - 127), exactly.
-static __device__ __forceinline__ void mx_decode(uint32_t v, uint32_t scale, uint32_t out[4]) {
-  if (scale >= 2 && scale <= 252) {  // e2m1 (2^-1 .. 6) x 2^(scale - 127): a normal bf16
-    // bf16 of e2m1 magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6: low bytes and high bytes, 4 per word
-    const uint32_t lo_a = 0xC0800000u, lo_b = 0xC0804000u;
-    const uint32_t hi_a = 0x3F3F3F00u, hi_b = 0x40404040u;
-    const uint32_t mag = v & 0x77777777u;  // selector nibbles without the signs
-    const uint32_t lo03 = __byte_perm(lo_a, lo_b, mag), hi03 = __byte_perm(hi_a, hi_b, mag);
-    const uint32_t lo47 = __byte_perm(lo_a, lo_b, mag >> 16);
-    const uint32_t hi47 = __byte_perm(hi_a, hi_b, mag >> 16);
-    // Byte j of `up` has bit 7 = the sign of byte j's low nibble; byte j of v has its high
-    // nibble's: moved to bits 15 and 31 of out[j].
-    const uint32_t up = v << 4;
-    const uint32_t s = scale << 7 | scale << 23;  // bf16x2 of 2^(scale - 127), twice
-    const __nv_bfloat162 s2 = *(const __nv_bfloat162 *)&s;
-    const uint32_t mags[4] = {__byte_perm(lo03, hi03, 0x5140), __byte_perm(lo03, hi03, 0x7362),
-                              __byte_perm(lo47, hi47, 0x5140), __byte_perm(lo47, hi47, 0x7362)};
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-      const uint32_t signs = __byte_perm(up, v, (4 + j) << 12 | j << 4) & 0x80008000u;
-      const uint32_t bits = mags[j] | signs;
-      const __nv_bfloat162 scaled = __hmul2(*(const __nv_bfloat162 *)&bits, s2);
-      out[j] = *(const uint32_t *)&scaled;
-    }
-    return;
-  }
-  const uint4 f = mx_decode_float(v, scale);
-  out[0] = f.x, out[1] = f.y, out[2] = f.z, out[3] = f.w;
-}
-
-// d += A (16 x 16, bf16, row-major fragments a0..a3) x B (16 x 8, bf16, b0 b1), in float32.
-static __device__ __forceinline__ void mx_mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                              uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 // One group: acc[nt] += this warp's 16 rows x token tile nt's columns. x: the group's first
 // byte in the stage's row 0.
 static __device__ __forceinline__ void mx_group(const MxBlocks &m, const unsigned char *x,
@@ -154,15 +100,15 @@ static __device__ __forceinline__ void mx_group(const MxBlocks &m, const unsigne
 #pragma unroll
   for (int w = 0; w < 4; w++) {  // word w of the blocks: k-steps 2w and 2w + 1
     uint32_t a_g[4], a_h[4];
-    mx_decode(g_words[w], m.scale[0], a_g);
-    mx_decode(h_words[w], m.scale[1], a_h);
+    cuda_mxfp4_decode_word(g_words[w], m.scale[0], a_g);
+    cuda_mxfp4_decode_word(h_words[w], m.scale[1], a_h);
 #pragma unroll
     for (int nt = 0; nt < 4; nt++) {
       if (nt >= n_tiles) break;
       // Columns 32q + 8w .. + 8 of token row 8 nt + gq: k-step 2w takes the first four.
       const uint4 xv = *(const uint4 *)(x + (8 * nt + gq) * MX_ROW_BYTES + mx_piece_offset(q, w));
-      mx_mma(acc[nt], a_g[0], a_h[0], a_g[1], a_h[1], xv.x, xv.y);
-      mx_mma(acc[nt], a_g[2], a_h[2], a_g[3], a_h[3], xv.z, xv.w);
+      cuda_mma_bf16(acc[nt], a_g[0], a_h[0], a_g[1], a_h[1], xv.x, xv.y);
+      cuda_mma_bf16(acc[nt], a_g[2], a_h[2], a_g[3], a_h[3], xv.z, xv.w);
     }
   }
 }

@@ -1,7 +1,7 @@
 // cuda_moe_tile.cuh: what the grouped expert kernels (cuda_moe_gemm.cu: BF16 and F32 experts;
-// cuda_moe_mxfp4.cu: MXFP4) share: the block's work item, the input row a tile row reads, and
-// the epilogues of both expert products. Device code only; not for use outside
-// engine/backend/cuda.
+// cuda_moe_mxfp4.cu and cuda_moe_wide.cu: MXFP4) share: the block's work item, the input row a
+// tile row reads, the clamped SwiGLU and the epilogues of both expert products. Device code only;
+// not for use outside engine/backend/cuda.
 #ifndef GE_BACKEND_CUDA_CUDA_MOE_TILE_CUH
 #define GE_BACKEND_CUDA_CUDA_MOE_TILE_CUH
 
@@ -19,12 +19,13 @@ struct CudaMoeTile {
   int n0;    // first weight row
 };
 
-// False when the block has nothing to do (past the items, or another launch's expert).
-static __device__ bool cuda_moe_tile(const CudaMoeGemm &g, CudaMoeTile *t) {
+// False when the block has nothing to do (past the items, or another launch's expert). bn: the
+// weight rows per block (blockIdx.y counts them).
+static __device__ bool cuda_moe_tile(const CudaMoeGemm &g, CudaMoeTile *t, int bn = MOE_BN) {
   if ((int)blockIdx.x >= *g.num_items) return false;
   const int4 item = g.items[blockIdx.x];
   t->e = item.x - g.first;
-  t->pos0 = item.y, t->rows = item.z, t->n0 = blockIdx.y * MOE_BN;
+  t->pos0 = item.y, t->rows = item.z, t->n0 = blockIdx.y * bn;
   return t->e >= 0 && t->e < g.count;
 }
 
@@ -38,6 +39,14 @@ static __device__ const T *cuda_moe_a_row(const T *x, const T *act_in, const Cud
                       : act_in + (int64_t)(t.pos0 + r) * g.k;
 }
 
+// One SwiGLU output of stage 1 from its gate and linear products (biases added): the gate
+// clamped above, the linear clamped both sides, gate * sigmoid(alpha gate) * (linear + 1).
+static __device__ __forceinline__ float cuda_moe_swiglu(float gate, float lin, float limit) {
+  gate = fminf(gate, limit);
+  lin = fminf(fmaxf(lin, -limit), limit);
+  return gate / (1.0f + expf(-GPTOSS_SWIGLU_ALPHA * gate)) * (lin + 1.0f);
+}
+
 // Stage 1's epilogue: bias, clamp (gate above only, linear both sides), SwiGLU into act (or,
 // with bf16_act, act_bf16). Stage 2's: y[pair] = routing weight * (row + bias).
 // c: [t.rows or more, MOE_BN + 4] the products
@@ -49,14 +58,13 @@ static __device__ void cuda_moe_epilogue(const CudaMoeGemm &g, const float (*c)[
     for (int idx = threadIdx.x; idx < t.rows * (MOE_BN / 2); idx += MOE_THREADS) {
       const int r = idx / (MOE_BN / 2), j = idx % (MOE_BN / 2), n = t.n0 + 2 * j;
       if (n >= g.n) continue;
-      const float gate = fminf(c[r][2 * j] + bias[n], g.limit);
-      const float lin = fminf(fmaxf(c[r][2 * j + 1] + bias[n + 1], -g.limit), g.limit);
-      const float glu = gate / (1.0f + expf(-GPTOSS_SWIGLU_ALPHA * gate));
+      const float out =
+          cuda_moe_swiglu(c[r][2 * j] + bias[n], c[r][2 * j + 1] + bias[n + 1], g.limit);
       const int64_t at = (int64_t)(t.pos0 + r) * half_n + n / 2;
       if (bf16_act)
-        g.act_bf16[at] = __float2bfloat16_rn(glu * (lin + 1.0f));
+        g.act_bf16[at] = __float2bfloat16_rn(out);
       else
-        g.act[at] = glu * (lin + 1.0f);
+        g.act[at] = out;
     }
   } else {
     for (int idx = threadIdx.x; idx < t.rows * MOE_BN; idx += MOE_THREADS) {
