@@ -94,6 +94,10 @@ struct Backend {
                       float *out);
   // dst[i] += src[i].                                           dst, src: [n]
   void (*add)(Backend *be, float *dst, const float *src, size_t n);
+  // num_rows rows of row_bytes bytes from src (rows src_stride bytes apart) to dst (rows
+  // dst_stride bytes apart), both backend memory, not overlapping.
+  void (*copy_rows)(Backend *be, void *dst, size_t dst_stride, const void *src, size_t src_stride,
+                    size_t row_bytes, int num_rows);
   // bytes zero bytes at ptr.
   void (*zero)(Backend *be, void *ptr, size_t bytes);
 

@@ -103,9 +103,7 @@ static void run_rank(Rank *rank) {
     if (!shard_is_first_stage(s)) rank->pp->recv(rank->pp, rank->model.x, bytes, s->pp_rank - 1);
     float *host =
         last && s->tp_rank == 0 ? r->logits + (size_t)r->micro.first_logit[part] * vocab : NULL;
-    float *out = host && r->tp == 1 && !rank->backend->host_memory
-                     ? device_logits(rank, b->num_logits)
-                     : host;
+    float *out = host && !rank->backend->host_memory ? device_logits(rank, b->num_logits) : host;
     model_forward(&rank->model, b, &rank->kv, out);
     const int first = r->micro.first_logit[part];
     if (out != host)

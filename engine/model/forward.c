@@ -53,7 +53,7 @@ bool model_init(Model *m, const GptOssWeights *w, Backend *be, Comm *tp, int max
 void model_free(Model *m) {
   Backend *be = m->backend;
   if (!be) return;
-  float *buffers[] = {m->x,       m->normed,      m->qkv,         m->attn,
+  float *buffers[] = {m->x,          m->normed,  m->qkv,         m->attn,
                       m->final_rows, m->partial, m->logits_part, m->logits_gathered};
   for (size_t i = 0; i < sizeof buffers / sizeof *buffers; i++)
     if (buffers[i]) be->free(be, buffers[i]);
@@ -130,18 +130,18 @@ static void moe_block(Model *m, const Batch *b, int i) {
 }
 
 // The vocabulary columns of every tensor-parallel rank, gathered and laid out as whole rows of
-// host logits on rank 0.   logits: [num_logits, vocab] host memory
+// logits on rank 0: rank r's [num_logits, part] block becomes columns r * part .. + part of
+// every row, by one strided copy per rank in backend memory.   logits: [num_logits, vocab]
 static void gather_logits(Model *m, int num_logits, float *logits) {
-  const int vocab = m->weights->config.vocab_size, part = shard_vocab(m);
-  const size_t n = (size_t)num_logits * (size_t)part;
+  const size_t vocab = (size_t)m->weights->config.vocab_size, part = (size_t)shard_vocab(m);
+  const size_t n = (size_t)num_logits * part;
   m->tp->all_gather(m->tp, m->logits_part, n, m->logits_gathered);
   if (m->tp->rank != 0) return;
   CHECK(logits != NULL);
   for (int r = 0; r < m->tp->size; r++)
-    for (int row = 0; row < num_logits; row++)
-      m->backend->to_host(m->backend, logits + (size_t)row * vocab + (size_t)r * part,
-                          m->logits_gathered + (size_t)r * n + (size_t)row * part,
-                          (size_t)part * sizeof(float));
+    m->backend->copy_rows(m->backend, logits + (size_t)r * part, vocab * sizeof(float),
+                          m->logits_gathered + (size_t)r * n, part * sizeof(float),
+                          part * sizeof(float), num_logits);
 }
 
 void model_forward(Model *m, const Batch *host_batch, KvCache *kv, float *logits) {

@@ -19,9 +19,9 @@
 // Router diagnostics over one forward call (MoeProbe per layer), for offline generation on a
 // single host-memory rank; never set while serving.
 typedef struct {
-  float *margins;             // NULL, or host [stage layers, num_tokens of the call]
-  int flip_layer, flip_token; // the stage's layer and the call's token that take their
-                              // (k+1)-th expert in place of the k-th; -1, -1: none
+  float *margins;              // NULL, or host [stage layers, num_tokens of the call]
+  int flip_layer, flip_token;  // the stage's layer and the call's token that take their
+                               // (k+1)-th expert in place of the k-th; -1, -1: none
 } RouteProbe;
 
 typedef struct {
@@ -37,9 +37,9 @@ typedef struct {
   float *attn;        // [T, the shard's q_dim]
   float *final_rows;  // [T, hidden] rows that get logits
   // tp > 1 only
-  float *partial;         // [T, hidden] this rank's share of an attention or MoE output
-  float *logits_part;     // [T, vocab / tp] this rank's vocabulary columns
-  float *logits_gathered; // [tp, T, vocab / tp] every rank's columns
+  float *partial;                 // [T, hidden] this rank's share of an attention or MoE output
+  float *logits_part;             // [T, vocab / tp] this rank's vocabulary columns
+  float *logits_gathered;         // [tp, T, vocab / tp] every rank's columns
   const RouteProbe *route_probe;  // NULL, or diagnostics of the next forward calls
 } Model;
 
@@ -52,8 +52,8 @@ void model_free(Model *m);
 // Runs the rank's part of the batch. On the first stage it starts from the embedding; on later
 // ones m->x must already hold the previous stage's output ([num_tokens, hidden]), and m->x holds
 // this stage's output afterwards. K/V of the batch's tokens go into kv (the rank's). On the last
-// stage, logits of batch->logits_indices go into logits [num_logits, vocab]: backend memory when
-// tp = 1; host memory when tp > 1, written by tensor-parallel rank 0 (the others pass NULL).
+// stage, logits of batch->logits_indices go into logits [num_logits, vocab] in backend memory,
+// written by tensor-parallel rank 0 (the others pass NULL).
 void model_forward(Model *m, const Batch *batch, KvCache *kv, float *logits);
 
 #endif

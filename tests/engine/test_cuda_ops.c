@@ -1,16 +1,17 @@
 // test_cuda_ops.c: every op of the CUDA backend (engine/backend/cuda) against its CPU twin (the
 // portable CPU backend, float32 throughout) on the same inputs, at several shapes: embed, RMSNorm,
-// RoPE, kv_write, gather_rows, add, zero, alloc, upload_batch, linear (F32 and BF16 weights, with
-// and without bias and accumulate, MXFP4), paged attention (block boundaries, sliding-window
-// edges, several sequences mixing prefill chunks and decode tokens, GQA groups of 1 to 16, head
-// dims 16 to 256) and MoE (MXFP4, BF16 and F32 experts, uneven expert loads with idle experts,
-// an expert range, top-k ties, the SwiGLU clamp; the tile and the wide MXFP4 kernels, the wide
-// one also forced by GPTOSS_CUDA_MOE_KERNEL) and sample (greedy and temperature draws
-// against a float64 reference and the host sampler). Each comparison prints its errors. Without a
-// CUDA device (or in a CUDA=0 build) every GPU test prints "skipped: no CUDA device" and skips.
+// RoPE, kv_write, gather_rows, copy_rows, add, zero, alloc, upload_batch, linear (F32 and BF16
+// weights, with and without bias and accumulate, MXFP4), paged attention (block boundaries,
+// sliding-window edges, several sequences mixing prefill chunks and decode tokens, GQA groups of 1
+// to 16, head dims 16 to 256) and MoE (MXFP4, BF16 and F32 experts, uneven expert loads with idle
+// experts, an expert range, top-k ties, the SwiGLU clamp; the tile and the wide MXFP4 kernels, the
+// wide one also forced by GPTOSS_CUDA_MOE_KERNEL) and sample (greedy and temperature draws against
+// a float64 reference and the host sampler). Each comparison prints its errors. Without a CUDA
+// device (or in a CUDA=0 build) every GPU test prints "skipped: no CUDA device" and skips.
 //
 // Tolerances (why each is what it is):
-//   exact     embed, gather_rows, kv_write, add, zero, alloc, upload_batch: copies, bit for bit.
+//   exact     embed, gather_rows, copy_rows, kv_write, add, zero, alloc, upload_batch: copies,
+//             bit for bit.
 //   fp32      RMSNorm, RoPE, attention, F32 linear: both sides compute in float32 with other
 //             summation orders and libm vs CUDA expf/sinf/cosf (a few ulp): |d| <= 2e-5 + 1e-4
 //             |want| for O(1) values; linear: |d| <= 1e-6 + 2e-5 * sum_c |x_c w_c| per row.
@@ -230,6 +231,22 @@ static void test_add_zero_gather(void **state) {
   got = host_copy(t->gpu, dout, 5 * dim * sizeof(float));
   expect_equal("gather_rows 5 of [34, 2880]", got, out, 5 * dim * sizeof(float));
   free(got);
+
+  // copy_rows: 5 rows of 700 floats, from rows 2880 floats apart at column 100 into rows 1000
+  // apart at column 300 (the tensor-parallel logits' strided copy); the rest of dst stays.
+  const size_t dst_floats = 5 * 1000;
+  float *dst = random_floats(&r, dst_floats, 1.0f);
+  float *ddst = dev_copy(t->gpu, dst, dst_floats * sizeof(float));
+  t->gpu->copy_rows(t->gpu, ddst + 300, 1000 * sizeof(float), db + 100, dim * sizeof(float),
+                    700 * sizeof(float), 5);
+  t->cpu->copy_rows(t->cpu, dst + 300, 1000 * sizeof(float), b + 100, dim * sizeof(float),
+                    700 * sizeof(float), 5);
+  assert_true(dst[300] == b[100] && dst[4 * 1000 + 300 + 699] == b[4 * dim + 100 + 699]);
+  got = host_copy(t->gpu, ddst, dst_floats * sizeof(float));
+  expect_equal("copy_rows 5 x 700 floats, strides 2880 -> 1000", got, dst,
+               dst_floats * sizeof(float));
+  free(got), free(dst);
+  t->gpu->free(t->gpu, ddst);
 
   t->gpu->zero(t->gpu, (char *)da + 12, 4000);
   memset((char *)a + 12, 0, 4000);

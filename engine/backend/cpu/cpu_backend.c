@@ -127,6 +127,7 @@ static Backend *cpu_backend_new(int num_threads, CpuKernels kernels) {
   be->attention = cpu_attention;
   be->moe = cpu_moe;
   be->gather_rows = cpu_gather_rows;
+  be->copy_rows = cpu_copy_rows;
   be->add = cpu_add;
   be->zero = cpu_zero;
   be->sample = cpu_sample;

@@ -235,6 +235,8 @@ void cpu_moe(Backend *be, const MoeArgs *a);
 void cpu_gather_rows(Backend *be, const float *in, const int32_t *rows, int num_rows, int dim,
                      float *out);
 void cpu_add(Backend *be, float *dst, const float *src, size_t n);
+void cpu_copy_rows(Backend *be, void *dst, size_t dst_stride, const void *src, size_t src_stride,
+                   size_t row_bytes, int num_rows);
 void cpu_zero(Backend *be, void *ptr, size_t bytes);
 void cpu_sample(Backend *be, const float *logits, int num_rows, int vocab, const SampleRow *rows,
                 int32_t *ids);

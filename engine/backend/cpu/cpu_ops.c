@@ -167,6 +167,14 @@ static void cpu_add_task(void *ctx, int64_t begin, int64_t end, int tid) {
   for (int64_t i = begin; i < end; i++) c->dst[i] += c->src[i];
 }
 
+void cpu_copy_rows(Backend *be, void *dst, size_t dst_stride, const void *src, size_t src_stride,
+                   size_t row_bytes, int num_rows) {
+  (void)be;
+  for (int r = 0; r < num_rows; r++)
+    memcpy((char *)dst + (size_t)r * dst_stride, (const char *)src + (size_t)r * src_stride,
+           row_bytes);
+}
+
 void cpu_add(Backend *be, float *dst, const float *src, size_t n) {
   CpuAddCtx c = {dst, src};
   cpu_parallel(be, (int64_t)n, cpu_grain(be, (int64_t)n, 1, CPU_OPS_PARALLEL_MIN), cpu_add_task,

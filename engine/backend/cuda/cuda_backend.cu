@@ -85,6 +85,15 @@ static void cuda_zero(Backend *be, void *ptr, size_t bytes) {
   if (bytes) CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, st->stream));
 }
 
+static void cuda_copy_rows(Backend *be, void *dst, size_t dst_stride, const void *src,
+                           size_t src_stride, size_t row_bytes, int num_rows) {
+  CudaState *st = cuda_enter(be);
+  CudaProfileScope profile(st, CUDA_PROF_COPY_ROWS);
+  if (num_rows > 0 && row_bytes > 0)
+    CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_stride, src, src_stride, row_bytes, (size_t)num_rows,
+                                 cudaMemcpyDeviceToDevice, st->stream));
+}
+
 static void cuda_to_host(Backend *be, void *dst, const void *src, size_t bytes) {
   CudaState *st = cuda_enter(be);
   {
@@ -153,6 +162,7 @@ static Backend *cuda_table(CudaState *st) {
   be->attention = cuda_attention;
   be->moe = cuda_moe;
   be->gather_rows = cuda_gather_rows;
+  be->copy_rows = cuda_copy_rows;
   be->add = cuda_add;
   be->zero = cuda_zero;
   be->upload_batch = cuda_upload_batch;

@@ -77,6 +77,7 @@ enum CudaProfileOp {
   CUDA_PROF_MOE_MLP2,   // expert mlp2
   CUDA_PROF_MOE_SUM,    // the routing-weighted sum into the residual
   CUDA_PROF_GATHER,
+  CUDA_PROF_COPY_ROWS,
   CUDA_PROF_ADD,
   CUDA_PROF_UPLOAD,
   CUDA_PROF_SAMPLE,

@@ -30,6 +30,7 @@ static const char *const cuda_profile_names[CUDA_PROF_COUNT] = {
     "moe: experts mlp2",
     "moe: weighted sum",
     "gather_rows",
+    "copy_rows (tensor-parallel logits)",
     "add",
     "upload_batch",
     "sample",
