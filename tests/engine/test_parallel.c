@@ -3,10 +3,11 @@
 // golden fixtures and on gpt-oss-tiny with dummy weights (its MXFP4 experts sliced by expert
 // before decoding), in float32, over a prefill of three sequences of different lengths (cut into
 // micro-batches under pp) and a decode step; and the refusals of sizes that do not divide the
-// model. The fast formats (bf16, q8) round each linear layer's input rows (to bf16, to int8), a
-// step that turns the last-bit differences of a partial sum's order into differences of one
-// rounding step in some inputs: for them tp must stay within 2e-2, their own error bound against
-// float32 (test_fast_formats.c).
+// model; and that the warm-up step (dist/warm_up.h) leaves the runner as it found it. The fast
+// formats (bf16, q8) round each linear layer's input rows (to bf16, to int8), a step that turns the
+// last-bit differences of a partial sum's order into differences of one rounding step in some
+// inputs: for them tp must stay within 2e-2, their own error bound against float32
+// (test_fast_formats.c).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "dist/runner.h"
+#include "dist/warm_up.h"
 
 #define BLOCK 16
 #define NUM_SEQS 3
@@ -65,7 +67,11 @@ static void call_build(Call *c, const int *first, const int *count, uint32_t voc
                      .num_logits = t};
 }
 
-static Runner *runner_of(const char *model, const char *format, int tp, int pp) {
+// A runner and its KV cache; with warm_up, the warm-up step (dist/warm_up.h) runs first, for a
+// configuration of max_num_seqs 5 and max_model_len 40 (so 64 tokens over 5 sequences of 12 or 13,
+// positions wrapping at 40, block tables 3 blocks wide).
+static Runner *runner_of_warmed(const char *model, const char *format, int tp, int pp,
+                                bool warm_up) {
   RunnerOptions o = {.model = model,
                      .weights = {.load_format = LOAD_AUTO, .seed = 7},
                      .tensor_parallel = tp,
@@ -77,8 +83,13 @@ static Runner *runner_of(const char *model, const char *format, int tp, int pp) 
   char err[512];
   Runner *r;
   if (!runner_create(&r, &o, err, sizeof err)) fail_msg("tp %d pp %d: %s", tp, pp, err);
+  if (warm_up && !runner_warm_up(r, 5, 40, BLOCK, err, sizeof err)) fail_msg("warm-up: %s", err);
   assert_true(runner_kv_init(r, NUM_SEQS * MAX_BLOCKS, BLOCK, err, sizeof err));
   return r;
+}
+
+static Runner *runner_of(const char *model, const char *format, int tp, int pp) {
+  return runner_of_warmed(model, format, tp, pp, false);
 }
 
 // The prefill's and then one decode step's logits: [prefill tokens + NUM_SEQS, vocab].
@@ -117,8 +128,8 @@ static void check_model(const char *model, const char *format, double bound) {
       }
       worst = fmax(worst, diff / scale);
     }
-    printf("# %s (%s) tp %d pp %d: largest relative difference %.3g over %d rows\n", model,
-           format, SPLITS[i][0], SPLITS[i][1], worst, rows);
+    printf("# %s (%s) tp %d pp %d: largest relative difference %.3g over %d rows\n", model, format,
+           SPLITS[i][0], SPLITS[i][1], worst, rows);
     assert_true(worst <= bound);
     free(got);
     runner_free(r);
@@ -145,6 +156,27 @@ static void test_tiny_dummy_fast_formats(void **state) {
   (void)state;
   check_model("gpt-oss-tiny", "bf16", 2e-2);
   check_model("gpt-oss-tiny", "q8", 2e-2);
+}
+
+// The warm-up step leaves nothing behind that a later step could see: after it, the same two
+// steps give the same logits, bit for bit, on one rank and on tp 2 x pp 2 (micro-batches, the
+// gathered logits, sampling where the logits lie).
+static void test_warm_up_changes_nothing(void **state) {
+  (void)state;
+  static const int SPLITS[][2] = {{1, 1}, {2, 2}};
+  for (size_t i = 0; i < sizeof SPLITS / sizeof *SPLITS; i++) {
+    Runner *plain = runner_of("gpt-oss-tiny", "f32", SPLITS[i][0], SPLITS[i][1]);
+    Runner *warmed = runner_of_warmed("gpt-oss-tiny", "f32", SPLITS[i][0], SPLITS[i][1], true);
+    int rows, warmed_rows;
+    float *want = run_two_steps(plain, &rows), *got = run_two_steps(warmed, &warmed_rows);
+    assert_int_equal(warmed_rows, rows);
+    const size_t n = (size_t)rows * (size_t)runner_config(plain)->vocab_size;
+    assert_memory_equal(got, want, n * sizeof(float));
+    printf("# tp %d pp %d: %d rows of logits identical after the warm-up step\n", SPLITS[i][0],
+           SPLITS[i][1], rows);
+    free(want), free(got);
+    runner_free(plain), runner_free(warmed);
+  }
 }
 
 static void refused(const char *model, int tp, int pp, const char *want) {
@@ -179,6 +211,7 @@ int main(void) {
       cmocka_unit_test(test_tiny_dummy),
       cmocka_unit_test(test_tiny_dummy_fast_formats),
       cmocka_unit_test(test_sizes_that_do_not_divide),
+      cmocka_unit_test(test_warm_up_changes_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
