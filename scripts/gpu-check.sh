@@ -29,7 +29,8 @@
 #                "n/a" (not a failure) where the machine has no ncu or it profiles nothing
 #                (counters refused); FAIL when the benchmark fails under it
 #   6 serve      `gptoss-engine serve openai/gpt-oss-20b --load-format dummy --device cuda` in
-#                each of GPU_CHECK_SERVE_MODES (sync: the defaults; async: --async-scheduling;
+#                each of GPU_CHECK_SERVE_MODES (sync: the defaults, a bf16 KV cache; async:
+#                --async-scheduling; kv-f32: --kv-cache-dtype float32, the cache bf16 halves;
 #                host-sampling: GPTOSS_HOST_SAMPLING=1, for what device sampling saves;
 #                profile: GPTOSS_CUDA_PROFILE=1, the device time per op in serve-profile.log;
 #                baseline: the defaults with the staged baseline's engine), each
@@ -336,10 +337,11 @@ for mode in $serve_modes; do
   case $mode in
     sync) ;;
     async) flags=(--async-scheduling) ;;
+    kv-f32) flags=(--kv-cache-dtype float32) ;;
     host-sampling) host_sampling=1 ;;
     profile) profile=1 ;;
     baseline) ;;
-    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, host-sampling, profile, baseline)"; continue ;;
+    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, kv-f32, host-sampling, profile, baseline)"; continue ;;
   esac
   if [ "$mode" = baseline ] && [ ! -x "$bin/baseline/gptoss-engine" ]; then
     record "serve-$mode" FAIL "no baseline staged (gpu-stage.sh with GPU_STAGE_BASELINE=REV)"

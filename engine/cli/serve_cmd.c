@@ -36,6 +36,7 @@ typedef struct {
   const char *kv_cache_memory;  // bytes ("4GiB", "2000000000") or a fraction of free memory;
                                 // NULL: the device's default
   int block_size;
+  const char *kv_cache_dtype;  // auto | float32 | bfloat16
   const char *load_format;
   const char *weight_format;  // weights_formats_from_name: auto, f32, bf16, q8
   uint64_t seed;
@@ -56,7 +57,8 @@ static const char USAGE[] =
     "  --max-num-seqs N (CPU 128, CUDA 1024)  --async-scheduling\n"
     "  --kv-cache-memory BYTES|FRACTION of the memory free after the weights (CPU 0.2, CUDA 0.9)\n"
     "  --enable-prefix-caching (the default) | --no-enable-prefix-caching\n"
-    "  --block-size N (16)  --load-format auto|safetensors|dummy  --seed N (0)\n"
+    "  --block-size N (16)  --kv-cache-dtype auto|float32|bfloat16 (auto: bfloat16 on CUDA\n"
+    "     unless the weights are f32)  --load-format auto|safetensors|dummy  --seed N (0)\n"
     "  --weight-format auto|f32|bf16|q8 (auto: q8 for dummy weights, f32 for a checkpoint)\n"
     "  --device cpu|cuda|auto (auto)  --attention-backend NAME (or VLLM_ATTENTION_BACKEND)\n"
     "  -tp/--tensor-parallel-size 1  -pp/--pipeline-parallel-size 1  --threads N (all cores,\n"
@@ -67,6 +69,7 @@ static ServeOptions parse_options(int argc, char **argv) {
                     .port = 8000,
                     .enable_prefix_caching = true,
                     .block_size = 16,
+                    .kv_cache_dtype = "auto",
                     .load_format = "auto",
                     .weight_format = "auto",
                     .device = "auto",
@@ -84,6 +87,7 @@ static ServeOptions parse_options(int argc, char **argv) {
                                            {"no-enable-prefix-caching", no_argument, 0, 'C'},
                                            {"kv-cache-memory", required_argument, 0, 'k'},
                                            {"block-size", required_argument, 0, 'b'},
+                                           {"kv-cache-dtype", required_argument, 0, 'D'},
                                            {"load-format", required_argument, 0, 'l'},
                                            {"weight-format", required_argument, 0, 'w'},
                                            {"seed", required_argument, 0, 's'},
@@ -119,6 +123,7 @@ static ServeOptions parse_options(int argc, char **argv) {
       case 'C': o.enable_prefix_caching = false; break;
       case 'k': o.kv_cache_memory = optarg; break;
       case 'b': o.block_size = (int)cli_parse_long("serve", "--block-size", optarg, 1, 1024); break;
+      case 'D': o.kv_cache_dtype = optarg; break;
       case 'l': o.load_format = optarg; break;
       case 'w': o.weight_format = optarg; break;
       case 's':
@@ -187,6 +192,17 @@ static void serve_defaults(ServeOptions *o, DeviceKind device) {
     die("serve: --max-num-seqs %d is above --max-num-batched-tokens %d (every running request "
         "needs at least one token of the step budget)",
         o->max_num_seqs, o->max_num_batched_tokens);
+}
+
+// --kv-cache-dtype: auto is bfloat16 on CUDA (as vLLM's cache follows the model's bf16), except
+// with f32 weights (the float32 reference path stays float32 throughout), and float32 on the CPU.
+static KvDtype kv_dtype_of(const char *name, DeviceKind device, const WeightsOptions *wo) {
+  KvDtype d;
+  if (strcmp(name, "auto") == 0)
+    return device == DEVICE_CUDA && wo->dense_format != WEIGHT_F32 ? KV_BF16 : KV_F32;
+  if (!kv_dtype_from_name(name, &d))
+    die("serve: --kv-cache-dtype '%s' is unknown; use auto, float32 or bfloat16", name);
+  return d;
 }
 
 // GPTOSS_TEST_STEP_SLOWDOWN=F (F >= 1): every engine step takes F times as long, for the test
@@ -260,7 +276,7 @@ static size_t kv_cache_bytes(const char *spec, DeviceKind device) {
 
 static void print_config(const ServeOptions *o, const EngineConfig *c, const Runner *runner,
                          const WeightsOptions *weights, DeviceKind device, const char *name,
-                         size_t kv_bytes) {
+                         size_t kv_bytes, KvDtype kv_dtype) {
   printf(
       "gptoss-engine serve: model %s (served as %s), load format %s, weight format %s, "
       "device %s\n",
@@ -275,9 +291,11 @@ static void print_config(const ServeOptions *o, const EngineConfig *c, const Run
   weights_plan(runner_config(runner), weights, &plan);
   printf("  weights %.2f GiB (%s dense, %s experts)\n", (double)plan.loaded_bytes / (1 << 30),
          weight_format_name(weights->dense_format), weight_format_name(weights->expert_format));
-  printf("  block-size %d  kv-cache-memory %.2f GiB: %d blocks = %lld tokens of KV capacity\n",
-         c->block_size, (double)kv_bytes / (1 << 30), c->num_kv_blocks,
-         (long long)c->num_kv_blocks * c->block_size);
+  printf(
+      "  block-size %d  kv-cache-dtype %s  kv-cache-memory %.2f GiB: %d blocks = %lld tokens of "
+      "KV capacity\n",
+      c->block_size, kv_dtype_name(kv_dtype), (double)kv_bytes / (1 << 30), c->num_kv_blocks,
+      (long long)c->num_kv_blocks * c->block_size);
   printf(
       "  attention backend: built-in (sinks, sliding window)  -tp %d  -pp %d (%d ranks of %d "
       "threads%s)  seed %llu\n",
@@ -350,7 +368,8 @@ int serve_cmd_main(int argc, char **argv) {
                       .pipeline_parallel = o.pipeline_parallel_size,
                       .num_threads = o.num_threads,
                       .device = device,
-                      .max_num_tokens = o.max_num_batched_tokens};
+                      .max_num_tokens = o.max_num_batched_tokens,
+                      .kv_dtype = kv_dtype_of(o.kv_cache_dtype, device, &wo)};
   Runner *runner;
   if (!runner_create(&runner, &ro, err, sizeof err)) die("serve: %s", err);
   long model_len = (long)config_max_positions(runner_config(runner));
@@ -385,7 +404,7 @@ int serve_cmd_main(int argc, char **argv) {
     die("serve: --kv-cache-memory %s holds no block of %d tokens (%zu bytes); give more",
         o.kv_cache_memory, o.block_size, block_bytes);
   const char *name = o.served_model_name ? o.served_model_name : o.model;
-  print_config(&o, &config, runner, &wo, device, name, kv_bytes);
+  print_config(&o, &config, runner, &wo, device, name, kv_bytes, ro.kv_dtype);
 
   Engine *engine;
   if (!engine_create(&engine, &config, runner, err, sizeof err)) die("serve: %s", err);

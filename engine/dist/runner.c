@@ -238,6 +238,12 @@ bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_s
              o->pipeline_parallel, MICROBATCH_MAX_PARTS);
     return false;
   }
+  if (o->kv_dtype == KV_BF16 && o->device != DEVICE_CUDA) {
+    snprintf(err, err_size,
+             "--kv-cache-dtype bfloat16 needs the CUDA backend; the CPU keeps its KV cache in "
+             "float32 (use float32 or auto)");
+    return false;
+  }
   GptOssConfig config;
   if (!weights_load_config(o->model, o->weights.load_format, &config, err, err_size) ||
       !shard_check(&config, o->tensor_parallel, o->pipeline_parallel, err, err_size))
@@ -326,7 +332,7 @@ int runner_threads_per_rank(const Runner *r) { return r->threads_per_rank; }
 size_t runner_kv_bytes_per_token(const Runner *r) {
   size_t bytes = 0;
   for (int i = 0; i < r->num_ranks; i++)
-    bytes += kv_cache_bytes_per_token(&r->config, &r->ranks[i].shard);
+    bytes += kv_cache_bytes_per_token(&r->config, &r->ranks[i].shard, r->options.kv_dtype);
   return bytes;
 }
 
@@ -334,8 +340,8 @@ bool runner_kv_init(Runner *r, int num_blocks, int block_size, char *err, size_t
   runner_kv_free(r);
   for (int i = 0; i < r->num_ranks; i++) {
     Rank *rank = &r->ranks[i];
-    if (!kv_cache_init(&rank->kv, rank->backend, &r->config, &rank->shard, num_blocks, block_size,
-                       err, err_size)) {
+    if (!kv_cache_init(&rank->kv, rank->backend, &r->config, &rank->shard, r->options.kv_dtype,
+                       num_blocks, block_size, err, err_size)) {
       runner_kv_free(r);
       return false;
     }

@@ -30,6 +30,7 @@ typedef struct {
                            // use, common/cpu_cores.h), shared evenly
   DeviceKind device;       // each rank's backend (CUDA: rank r on device r)
   int max_num_tokens;      // the largest Batch.num_tokens a forward call gets
+  KvDtype kv_dtype;        // the KV cache's elements (KV_BF16: CUDA only)
 } RunnerOptions;
 
 typedef struct Runner Runner;

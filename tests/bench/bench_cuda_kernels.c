@@ -4,10 +4,10 @@
 // then the MoE op at GPT-OSS shapes (hidden and intermediate 2880, top-4 of 32 or 128 MXFP4
 // experts) from 1 to 8192 tokens, on the backend's choice of expert kernel and on each kernel
 // forced (figures ".tile", ".wide"), and paged attention (64 query / 8 KV heads of 64) for decode
-// batches and a prefill chunk: achieved GB/s (bytes that must be read: the routed experts'
-// weights; the visible K/V) and TFLOP/s, each as a share of its reference. Prints one
-// "cuda.<name> value" line per figure, then a table. Times only the ops (after one untimed
-// call); checks nothing (test_cuda_ops does). Without a device it prints
+// batches and a prefill chunk over a float32 and a bf16 cache: achieved GB/s (bytes that must be
+// read: the routed experts' weights; the visible K/V) and TFLOP/s, each as a share of its
+// reference. Prints one "cuda.<name> value" line per figure, then a table. Times only the ops
+// (after one untimed call); checks nothing (test_cuda_ops does). Without a device it prints
 // "skipped: no CUDA device" and exits 0. With FILTER, only the MoE and attention figures whose
 // name holds it run (the references always do): one shape for a profiler, say.
 //
@@ -269,9 +269,10 @@ static void attn_op(void *ctx) {
 }
 
 // num_seqs sequences of ctx_len tokens each, of which the last `fresh` are this call's queries
-// (1: decode; ctx_len: a prefill from scratch), in contiguous blocks of 16.
-static void bench_attention(Backend *gpu, const char *label, int num_seqs, int ctx_len, int fresh,
-                            int window) {
+// (1: decode; ctx_len: a prefill from scratch), in contiguous blocks of 16, over a cache of dtype
+// (the figures of a bf16 cache end in ".bf16").
+static void bench_attention_kv(Backend *gpu, const char *label, int num_seqs, int ctx_len,
+                               int fresh, int window, KvDtype dtype) {
   if (!wanted(label)) return;
   const int heads = 64, kv_heads = 8, hd = 64, bs = 16, kv_dim = kv_heads * hd;
   const int blocks_per_seq = (ctx_len + bs - 1) / bs, T = num_seqs * fresh;
@@ -281,9 +282,11 @@ static void bench_attention(Backend *gpu, const char *label, int num_seqs, int c
                 .block_size = bs,
                 .num_kv_heads = kv_heads,
                 .head_dim = hd,
-                .k = xcalloc(1, sizeof(float *)),
-                .v = xcalloc(1, sizeof(float *))};
-  const size_t cache_bytes = (size_t)kv.num_blocks * bs * kv_dim * sizeof(float);
+                .dtype = dtype,
+                .k = xcalloc(1, sizeof(void *)),
+                .v = xcalloc(1, sizeof(void *))};
+  const size_t elem = kv_dtype_size(dtype);
+  const size_t cache_bytes = (size_t)kv.num_blocks * bs * kv_dim * elem;
   kv.k[0] = gpu->alloc(gpu, cache_bytes);
   kv.v[0] = gpu->alloc(gpu, cache_bytes);
   if (!kv.k[0] || !kv.v[0]) die("bench_cuda_kernels: out of device memory for the KV cache");
@@ -315,7 +318,7 @@ static void bench_attention(Backend *gpu, const char *label, int num_seqs, int c
                 window, 0.125f, NULL}};
   c.a.out = gpu->alloc(gpu, (size_t)T * heads * hd * sizeof(float));
   const double t = time_op(gpu, attn_op, &c);
-  const double bytes = keys * kv_dim * sizeof(float) * 2;  // K and V each read once per sequence
+  const double bytes = keys * kv_dim * (double)elem * 2;  // K and V each read once per sequence
   printf("%-40s %9.1f us %8.0f GB/s (%3.0f%% of copy) %7.2f TFLOP/s (fp32 CUDA cores)\n", label,
          t * 1e6, bytes / t * 1e-9, 100 * bytes / t * 1e-9 / g_copy_gbs, flops / t * 1e-12);
   char fig[128];
@@ -325,6 +328,14 @@ static void bench_attention(Backend *gpu, const char *label, int num_seqs, int c
   gpu->free(gpu, (void *)c.a.q), gpu->free(gpu, (void *)c.a.sinks), gpu->free(gpu, c.a.out);
   gpu->free(gpu, kv.k[0]), gpu->free(gpu, kv.v[0]);
   free(kv.k), free(kv.v), free(ids), free(pos), free(qs), free(lens), free(tables), free(slots);
+}
+
+static void bench_attention(Backend *gpu, const char *label, int num_seqs, int ctx_len, int fresh,
+                            int window) {
+  char bf16_label[96];
+  snprintf(bf16_label, sizeof bf16_label, "%s.bf16", label);
+  bench_attention_kv(gpu, label, num_seqs, ctx_len, fresh, window, KV_F32);
+  bench_attention_kv(gpu, bf16_label, num_seqs, ctx_len, fresh, window, KV_BF16);
 }
 
 int main(int argc, char **argv) {

@@ -3,7 +3,7 @@
 # concurrent streaming chat requests over HTTP, in sync and in async scheduling mode, with -tp 2
 # and with -pp 2: every greedy output (the ids streamed with vLLM's return_token_ids) equals
 # `gptoss-engine generate` on the same prompt; then SIGTERM stops the server with status 0. Before
-# that: the refusals at start and the device's defaults.
+# that: the refusals at start and the device's defaults (KV cache dtype included).
 # Usage: engine_serve.sh BUILD_DIR (prints TAP).
 set -u
 engine="${1:?usage: engine_serve.sh BUILD_DIR}/bin/gptoss-engine"
@@ -38,6 +38,10 @@ fi
 tap_ok "a bad --kv-cache-memory names the flag" refuses "--kv-cache-memory '3x'" --kv-cache-memory 3x
 tap_ok "--max-num-seqs above the token budget is refused" \
   refuses "--max-num-seqs" --max-num-seqs 64 --max-num-batched-tokens 32
+tap_ok "a bad --kv-cache-dtype names the flag and the choices" \
+  refuses "--kv-cache-dtype 'fp8' is unknown; use auto, float32 or bfloat16" --kv-cache-dtype fp8
+tap_ok "--kv-cache-dtype bfloat16 on the CPU is refused: its cache is float32" \
+  refuses "--kv-cache-dtype bfloat16 needs the CUDA backend" --device cpu --kv-cache-dtype bfloat16
 
 # The defaults follow the device (on the CPU: 2048 batched tokens, 128 sequences; CUDA's 8192
 # and 1024 are checked by scripts/gpu-check.sh), and the default sequence cap never exceeds a
@@ -54,6 +58,7 @@ serves_with() {  # expected text of the printed configuration, flags...
 }
 tap_ok "the CPU's defaults: 2048 batched tokens, 128 sequences" \
   serves_with "max-num-batched-tokens 2048  max-num-seqs 128"
+tap_ok "the CPU's KV cache is float32 by default" serves_with "kv-cache-dtype float32"
 tap_ok "--max-num-batched-tokens 64 alone caps the default sequences at 64" \
   serves_with "max-num-batched-tokens 64  max-num-seqs 64" --max-num-batched-tokens 64
 

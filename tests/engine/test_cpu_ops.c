@@ -541,11 +541,12 @@ static void test_kv_write_and_gather(void **state) {
   Backend *be = *state;
   enum { LAYERS = 2, BLOCKS = 3, BS = 8, KVH = 2, D = 4, KV_DIM = KVH * D, STRIDE = 13 };
   float *k[LAYERS], *v[LAYERS];
+  void *k_layers[LAYERS], *v_layers[LAYERS];
   for (int l = 0; l < LAYERS; l++) {
-    k[l] = xcalloc(BLOCKS * BS * KV_DIM, sizeof(float));
-    v[l] = xcalloc(BLOCKS * BS * KV_DIM, sizeof(float));
+    k_layers[l] = k[l] = xcalloc(BLOCKS * BS * KV_DIM, sizeof(float));
+    v_layers[l] = v[l] = xcalloc(BLOCKS * BS * KV_DIM, sizeof(float));
   }
-  KvCache kv = {be, LAYERS, BLOCKS, BS, KVH, D, k, v};
+  KvCache kv = {be, LAYERS, BLOCKS, BS, KVH, D, KV_F32, k_layers, v_layers};
   Rng r = {600};
   float kin[4 * STRIDE], vin[4 * STRIDE];
   fill(&r, kin, 4 * STRIDE, 1.0f);
@@ -627,7 +628,12 @@ static void attn_cache_init(Attn *a, uint64_t shuffle_seed) {
     for (int b = 0; b < (a->len[s] + bs - 1) / bs; b++)
       a->tables[s * a->max_blocks + b] = ids[next++];
   free(ids);
-  a->kv = (KvCache){NULL, ATTN_LAYERS, total, bs, a->num_kv_heads, a->head_dim, NULL, NULL};
+  a->kv = (KvCache){.num_layers = ATTN_LAYERS,
+                    .num_blocks = total,
+                    .block_size = bs,
+                    .num_kv_heads = a->num_kv_heads,
+                    .head_dim = a->head_dim,
+                    .dtype = KV_F32};
   a->kv.k = xcalloc(ATTN_LAYERS, sizeof(float *));
   a->kv.v = xcalloc(ATTN_LAYERS, sizeof(float *));
   for (int l = 0; l < ATTN_LAYERS; l++) {

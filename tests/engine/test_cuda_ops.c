@@ -11,7 +11,9 @@
 //
 // Tolerances (why each is what it is):
 //   exact     embed, gather_rows, copy_rows, kv_write, add, zero, alloc, upload_batch: copies,
-//             bit for bit.
+//             bit for bit (kv_write into a bf16 cache: the host's round-to-nearest-even of each
+//             value, bit for bit; attention over it is then compared with a CPU twin whose
+//             float32 cache holds those same rounded values, at the fp32 tolerance).
 //   fp32      RMSNorm, RoPE, attention, F32 linear: both sides compute in float32 with other
 //             summation orders and libm vs CUDA expf/sinf/cosf (a few ulp): |d| <= 2e-5 + 1e-4
 //             |want| for O(1) values; linear: |d| <= 1e-6 + 2e-5 * sum_c |x_c w_c| per row.
@@ -490,17 +492,19 @@ typedef struct {
   int fresh[ATT_MAX_SEQS];   // new tokens of the call
 } AttnCase;
 
-// A KvCache whose per-layer arrays come from be->alloc (zeroed). Free with kv_release.
-static KvCache kv_make(Backend *be, int num_blocks, int block_size, int kv_heads, int head_dim) {
-  KvCache kv = {be,
-                ATT_LAYERS,
-                num_blocks,
-                block_size,
-                kv_heads,
-                head_dim,
-                xcalloc(ATT_LAYERS, sizeof(float *)),
-                xcalloc(ATT_LAYERS, sizeof(float *))};
-  const size_t bytes = (size_t)num_blocks * block_size * kv_heads * head_dim * sizeof(float);
+// A KvCache of dtype whose per-layer arrays come from be->alloc (zeroed). Free with kv_release.
+static KvCache kv_make(Backend *be, int num_blocks, int block_size, int kv_heads, int head_dim,
+                       KvDtype dtype) {
+  KvCache kv = {.backend = be,
+                .num_layers = ATT_LAYERS,
+                .num_blocks = num_blocks,
+                .block_size = block_size,
+                .num_kv_heads = kv_heads,
+                .head_dim = head_dim,
+                .dtype = dtype,
+                .k = xcalloc(ATT_LAYERS, sizeof(void *)),
+                .v = xcalloc(ATT_LAYERS, sizeof(void *))};
+  const size_t bytes = (size_t)num_blocks * block_size * kv_heads * head_dim * kv_dtype_size(dtype);
   for (int l = 0; l < ATT_LAYERS; l++) {
     kv.k[l] = be->alloc(be, bytes);
     kv.v[l] = be->alloc(be, bytes);
@@ -514,7 +518,17 @@ static void kv_release(Backend *be, KvCache *kv) {
   free(kv->k), free(kv->v);
 }
 
-static void check_attention(Twins *t, const AttnCase *ac, uint64_t seed) {
+// The float32 CPU cache's bytes as a bf16 cache holds them. want: [n]
+static uint16_t *bf16_cache_of(const float *cache, size_t n) {
+  uint16_t *out = xmalloc(n * sizeof(uint16_t));
+  for (size_t i = 0; i < n; i++) out[i] = bf16_from_f32(cache[i]);
+  return out;
+}
+
+// The case on both backends with the GPU's cache in dtype. A bf16 cache: the CPU twin's float32
+// cache gets K and V rounded to bf16 first, the GPU's kv_write gets them unrounded and must
+// store exactly those roundings (to nearest even); attention then reads the same values on both.
+static void check_attention_kv(Twins *t, const AttnCase *ac, uint64_t seed, KvDtype dtype) {
   Rng r = {seed};
   const int S = ac->num_seqs, bs = ac->block_size, hd = ac->head_dim;
   const int kv_dim = ac->num_kv_heads * hd, q_dim = ac->num_heads * hd;
@@ -568,8 +582,18 @@ static void check_attention(Twins *t, const AttnCase *ac, uint64_t seed) {
   const float scale = 1.0f / sqrtf((float)hd);
 
   // CPU twin.
-  KvCache hkv = kv_make(t->cpu, num_blocks, bs, ac->num_kv_heads, hd);
-  t->cpu->kv_write(t->cpu, &hkv, ATT_LAYER, k, v, stride, fill_slots, fill_n);
+  KvCache hkv = kv_make(t->cpu, num_blocks, bs, ac->num_kv_heads, hd, KV_F32);
+  if (dtype == KV_BF16) {
+    float *k16 = xmalloc((size_t)fill_n * stride * sizeof(float));
+    float *v16 = xmalloc((size_t)fill_n * stride * sizeof(float));
+    memcpy(k16, k, (size_t)fill_n * stride * sizeof(float));
+    memcpy(v16, v, (size_t)fill_n * stride * sizeof(float));
+    round_to_bf16(k16, (size_t)fill_n * stride), round_to_bf16(v16, (size_t)fill_n * stride);
+    t->cpu->kv_write(t->cpu, &hkv, ATT_LAYER, k16, v16, stride, fill_slots, fill_n);
+    free(k16), free(v16);
+  } else {
+    t->cpu->kv_write(t->cpu, &hkv, ATT_LAYER, k, v, stride, fill_slots, fill_n);
+  }
   float *want = xmalloc((size_t)num_new * q_dim * sizeof(float));
   AttentionArgs a = {q,
                      q_stride,
@@ -586,19 +610,25 @@ static void check_attention(Twins *t, const AttnCase *ac, uint64_t seed) {
   t->cpu->attention(t->cpu, &a);
 
   // GPU.
-  KvCache dkv = kv_make(t->gpu, num_blocks, bs, ac->num_kv_heads, hd);
+  KvCache dkv = kv_make(t->gpu, num_blocks, bs, ac->num_kv_heads, hd, dtype);
   float *dk = dev_copy(t->gpu, k, (size_t)fill_n * stride * sizeof(float));
   float *dv = dev_copy(t->gpu, v, (size_t)fill_n * stride * sizeof(float));
   int64_t *dslots = dev_copy(t->gpu, fill_slots, (size_t)fill_n * sizeof(int64_t));
   t->gpu->kv_write(t->gpu, &dkv, ATT_LAYER, dk, dv, stride, dslots, fill_n);
-  const size_t cache_bytes = (size_t)num_blocks * bs * kv_dim * sizeof(float);
-  float *got_k = host_copy(t->gpu, dkv.k[ATT_LAYER], cache_bytes);
-  float *got_v = host_copy(t->gpu, dkv.v[ATT_LAYER], cache_bytes);
-  char what[120];
-  snprintf(what, sizeof what, "kv_write %s: K", ac->name);
-  expect_equal(what, got_k, hkv.k[ATT_LAYER], cache_bytes);
-  snprintf(what, sizeof what, "kv_write %s: V", ac->name);
-  expect_equal(what, got_v, hkv.v[ATT_LAYER], cache_bytes);
+  const size_t cache_n = (size_t)num_blocks * bs * kv_dim,
+               cache_bytes = cache_n * kv_dtype_size(dtype);
+  void *got_k = host_copy(t->gpu, dkv.k[ATT_LAYER], cache_bytes);
+  void *got_v = host_copy(t->gpu, dkv.v[ATT_LAYER], cache_bytes);
+  void *want_k = hkv.k[ATT_LAYER], *want_v = hkv.v[ATT_LAYER];
+  if (dtype == KV_BF16)
+    want_k = bf16_cache_of(hkv.k[ATT_LAYER], cache_n),
+    want_v = bf16_cache_of(hkv.v[ATT_LAYER], cache_n);
+  char what[140];
+  snprintf(what, sizeof what, "kv_write %s, %s cache: K", ac->name, kv_dtype_name(dtype));
+  expect_equal(what, got_k, want_k, cache_bytes);
+  snprintf(what, sizeof what, "kv_write %s, %s cache: V", ac->name, kv_dtype_name(dtype));
+  expect_equal(what, got_v, want_v, cache_bytes);
+  if (dtype == KV_BF16) free(want_k), free(want_v);
   float *dq = dev_copy(t->gpu, q, (size_t)num_new * q_stride * sizeof(float));
   float *dsinks = dev_copy(t->gpu, sinks, (size_t)ac->num_heads * sizeof(float));
   float *dout = t->gpu->alloc(t->gpu, (size_t)num_new * q_dim * sizeof(float));
@@ -616,7 +646,7 @@ static void check_attention(Twins *t, const AttnCase *ac, uint64_t seed) {
                       dout};
   t->gpu->attention(t->gpu, &da);
   float *got = host_copy(t->gpu, dout, (size_t)num_new * q_dim * sizeof(float));
-  snprintf(what, sizeof what, "attention %s", ac->name);
+  snprintf(what, sizeof what, "attention %s, %s cache", ac->name, kv_dtype_name(dtype));
   expect_close(what, got, want, (size_t)num_new * q_dim, 2e-5, 1e-4, NULL, 1, 0);
 
   free(got), free(got_k), free(got_v), free(want);
@@ -626,6 +656,12 @@ static void check_attention(Twins *t, const AttnCase *ac, uint64_t seed) {
   kv_release(t->cpu, &hkv);
   free(pool), free(tables), free(k), free(v), free(fill_slots), free(ids), free(pos), free(lens);
   free(qs), free(slots), free(q), free(sinks);
+}
+
+// The case with a float32 and with a bf16 GPU cache.
+static void check_attention(Twins *t, const AttnCase *ac, uint64_t seed) {
+  check_attention_kv(t, ac, seed, KV_F32);
+  check_attention_kv(t, ac, seed, KV_BF16);
 }
 
 static void test_attention_prefill(void **state) {

@@ -43,8 +43,8 @@ static Golden *golden_load(const char *name) {
   char path[256], err[1024];
   snprintf(path, sizeof path, FIXTURES "%s", name);
   snprintf(g->path, sizeof g->path, "%s", path);
-  WeightsOptions wo = {.load_format = LOAD_SAFETENSORS, .expert_format = WEIGHT_F32,
-                       .dense_format = WEIGHT_F32};
+  WeightsOptions wo = {
+      .load_format = LOAD_SAFETENSORS, .expert_format = WEIGHT_F32, .dense_format = WEIGHT_F32};
   if (!weights_load(path, &wo, &g->weights, err, sizeof err)) fail_msg("%s", err);
   g->backend = cpu_backend_create(0);
   if (!model_init(&g->model, &g->weights, g->backend, NULL, 256, err, sizeof err))
@@ -156,9 +156,16 @@ static void run_parts(Model *m, KvCache *kv, const SeqPart *parts, int num_parts
     }
   }
   query_start[num_parts] = t;
-  Batch b = {.num_seqs = num_parts, .num_tokens = t, .token_ids = ids, .positions = positions,
-             .slot_mapping = slots, .query_start = query_start, .seq_lens = seq_lens,
-             .block_tables = tables, .max_blocks_per_seq = 16, .logits_indices = logits_indices,
+  Batch b = {.num_seqs = num_parts,
+             .num_tokens = t,
+             .token_ids = ids,
+             .positions = positions,
+             .slot_mapping = slots,
+             .query_start = query_start,
+             .seq_lens = seq_lens,
+             .block_tables = tables,
+             .max_blocks_per_seq = 16,
+             .logits_indices = logits_indices,
              .num_logits = t};
   model_forward(m, &b, kv, logits);
 }
@@ -170,7 +177,8 @@ static void test_chunked_prefill_and_decode_equal_one_prefill(void **state) {
   int n = (int)g->prompt.len;
   char err[256];
   KvCache kv;
-  assert_true(kv_cache_init(&kv, g->backend, &g->weights.config, NULL, 16, BLOCK, err, sizeof err));
+  assert_true(
+      kv_cache_init(&kv, g->backend, &g->weights.config, NULL, KV_F32, 16, BLOCK, err, sizeof err));
   float *whole = malloc((size_t)n * vocab * sizeof *whole);
   float *pieces = malloc((size_t)n * vocab * sizeof *pieces);
   SeqPart part = {.ids = g->prompt.data, .first = 0, .num = n, .blocks = {0, 1, 2, 3}};
@@ -181,7 +189,8 @@ static void test_chunked_prefill_and_decode_equal_one_prefill(void **state) {
     SeqPart p = {.ids = g->prompt.data, .blocks = {9, 4, 12, 6}};
     for (p.first = 0; p.first < n; p.first += p.num) {
       int prefill_left = n - 3 - p.first;  // the last three tokens go as decode steps
-      p.num = prefill_left <= 0 ? 1 : (chunk_sizes[c] < prefill_left ? chunk_sizes[c] : prefill_left);
+      p.num =
+          prefill_left <= 0 ? 1 : (chunk_sizes[c] < prefill_left ? chunk_sizes[c] : prefill_left);
       run_parts(&g->model, &kv, &p, 1, pieces + (size_t)p.first * vocab);
     }
     double rel = relative_error(pieces, whole, (size_t)n * vocab);
@@ -200,7 +209,8 @@ static void test_batch_neighbours_do_not_change_a_sequence(void **state) {
   int n = (int)g->prompt.len;
   char err[256];
   KvCache kv;
-  assert_true(kv_cache_init(&kv, g->backend, &g->weights.config, NULL, 16, BLOCK, err, sizeof err));
+  assert_true(
+      kv_cache_init(&kv, g->backend, &g->weights.config, NULL, KV_F32, 16, BLOCK, err, sizeof err));
   uint32_t other[40];
   for (int i = 0; i < 40; i++) other[i] = (uint32_t)((i * 131 + 7) % 1000);
   float *alone = malloc((size_t)n * vocab * sizeof *alone);

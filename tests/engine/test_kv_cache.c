@@ -20,9 +20,22 @@ static void test_bytes_per_token(void **state) {
   (void)state;
   GptOssConfig c;
   assert_true(config_preset("openai/gpt-oss-120b", &c));
-  assert_int_equal(kv_cache_bytes_per_token(&c, NULL), 36 * 2 * 512 * 4);
+  assert_int_equal(kv_cache_bytes_per_token(&c, NULL, KV_F32), 36 * 2 * 512 * 4);
   assert_true(config_preset("openai/gpt-oss-20b", &c));
-  assert_int_equal(kv_cache_bytes_per_token(&c, NULL), 24 * 2 * 512 * 4);
+  assert_int_equal(kv_cache_bytes_per_token(&c, NULL, KV_F32), 24 * 2 * 512 * 4);
+  assert_int_equal(kv_cache_bytes_per_token(&c, NULL, KV_BF16), 24 * 2 * 512 * 2);
+}
+
+static void test_dtype_names(void **state) {
+  (void)state;
+  KvDtype d = KV_F32;
+  assert_true(kv_dtype_from_name("bfloat16", &d) && d == KV_BF16);
+  assert_string_equal(kv_dtype_name(d), "bfloat16");
+  assert_true(kv_dtype_from_name("float32", &d) && d == KV_F32);
+  assert_string_equal(kv_dtype_name(d), "float32");
+  assert_false(kv_dtype_from_name("fp8", &d));
+  assert_int_equal(kv_dtype_size(KV_BF16), 2);
+  assert_int_equal(kv_dtype_size(KV_F32), 4);
 }
 
 // 120b: 36 layers, 8 KV heads of 64. tp 2: half the heads; pp 4: 9 layers; tp 16: more ranks
@@ -32,11 +45,11 @@ static void test_bytes_per_token_of_a_shard(void **state) {
   GptOssConfig c;
   assert_true(config_preset("openai/gpt-oss-120b", &c));
   Shard s = shard_of(&c, 2, 1, 1, 0);
-  assert_int_equal(kv_cache_bytes_per_token(&c, &s), 36 * 2 * 4 * 64 * 4);
+  assert_int_equal(kv_cache_bytes_per_token(&c, &s, KV_F32), 36 * 2 * 4 * 64 * 4);
   s = shard_of(&c, 1, 4, 0, 3);
-  assert_int_equal(kv_cache_bytes_per_token(&c, &s), 9 * 2 * 8 * 64 * 4);
+  assert_int_equal(kv_cache_bytes_per_token(&c, &s, KV_F32), 9 * 2 * 8 * 64 * 4);
   s = shard_of(&c, 16, 1, 15, 0);
-  assert_int_equal(kv_cache_bytes_per_token(&c, &s), 36 * 2 * 1 * 64 * 4);
+  assert_int_equal(kv_cache_bytes_per_token(&c, &s, KV_F32), 36 * 2 * 1 * 64 * 4);
 }
 
 static void test_init_zeroed_and_free(void **state) {
@@ -45,17 +58,19 @@ static void test_init_zeroed_and_free(void **state) {
   assert_true(config_preset("gpt-oss-tiny", &c));
   KvCache kv;
   char err[256] = "";
-  assert_true(kv_cache_init(&kv, be, &c, NULL, 10, 16, err, sizeof err));
+  assert_true(kv_cache_init(&kv, be, &c, NULL, KV_F32, 10, 16, err, sizeof err));
   assert_int_equal(kv.num_layers, 4);
   assert_int_equal(kv.num_blocks, 10);
   assert_int_equal(kv.block_size, 16);
   assert_int_equal(kv.num_kv_heads, 2);
   assert_int_equal(kv.head_dim, 64);
+  assert_int_equal(kv.dtype, KV_F32);
   const size_t n = 10 * 16 * 2 * 64;
   for (int l = 0; l < kv.num_layers; l++) {
-    for (size_t i = 0; i < n; i++) assert_true(kv.k[l][i] == 0.0f && kv.v[l][i] == 0.0f);
-    kv.k[l][n - 1] = 1.0f;  // the last slot is writable
-    kv.v[l][n - 1] = 1.0f;
+    float *k = kv.k[l], *v = kv.v[l];
+    for (size_t i = 0; i < n; i++) assert_true(k[i] == 0.0f && v[i] == 0.0f);
+    k[n - 1] = 1.0f;  // the last slot is writable
+    v[n - 1] = 1.0f;
   }
   kv_cache_free(&kv);
   assert_null(kv.k);
@@ -68,15 +83,15 @@ static void test_impossible_sizes(void **state) {
   assert_true(config_preset("openai/gpt-oss-120b", &c));
   KvCache kv;
   char err[256] = "";
-  assert_false(kv_cache_init(&kv, be, &c, NULL, 0, 16, err, sizeof err));
+  assert_false(kv_cache_init(&kv, be, &c, NULL, KV_F32, 0, 16, err, sizeof err));
   assert_non_null(strstr(err, "KV cache"));
-  assert_false(kv_cache_init(&kv, be, &c, NULL, 16, -1, err, sizeof err));
+  assert_false(kv_cache_init(&kv, be, &c, NULL, KV_F32, 16, -1, err, sizeof err));
   // 2^31 blocks of 2^31 tokens: overflows any address space.
-  assert_false(kv_cache_init(&kv, be, &c, NULL, 2147483647, 2147483647, err, sizeof err));
+  assert_false(kv_cache_init(&kv, be, &c, NULL, KV_F32, 2147483647, 2147483647, err, sizeof err));
   assert_non_null(strstr(err, "overflow"));
   // 2^30 blocks of 2^10 tokens: 288 PiB, never there.
   err[0] = '\0';
-  assert_false(kv_cache_init(&kv, be, &c, NULL, 1 << 30, 1 << 10, err, sizeof err));
+  assert_false(kv_cache_init(&kv, be, &c, NULL, KV_F32, 1 << 30, 1 << 10, err, sizeof err));
   assert_non_null(strstr(err, "out of memory"));
   assert_null(kv.k);
 }
@@ -94,6 +109,7 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_dtype_names),
       cmocka_unit_test(test_bytes_per_token),
       cmocka_unit_test(test_bytes_per_token_of_a_shard),
       cmocka_unit_test(test_init_zeroed_and_free),

@@ -42,8 +42,8 @@ static void cpu_attn_group(const AttentionArgs *a, int t, int s, int kvh, int lo
   const KvCache *kv = a->kv;
   const int head_dim = a->head_dim, group = a->num_heads / a->num_kv_heads;
   const int kv_dim = a->num_kv_heads * head_dim, bs = kv->block_size;
-  const float *k_cache = kv->k[a->layer] + kvh * head_dim;  // [slots, kv_dim], this head's part
-  const float *v_cache = kv->v[a->layer] + kvh * head_dim;  // [slots, kv_dim], this head's part
+  const float *k_cache = (const float *)kv->k[a->layer] + kvh * head_dim;        // [slots, kv_dim]
+  const float *v_cache = (const float *)kv->v[a->layer] + kvh * head_dim;        // this head's part
   const int32_t *blocks = b->block_tables + (int64_t)s * b->max_blocks_per_seq;  // [max_blocks]
   CpuAttnHead heads[group];
   for (int g = 0; g < group; g++) {
@@ -125,7 +125,7 @@ static void cpu_attn_group_vec(const CpuAttnKernel *k, const AttentionArgs *a, i
                     .slot = slot,
                     .head_dim = head_dim,
                     .kv_dim = kv_dim,
-                    .v_cache = kv->v[a->layer] + kvh * head_dim,  // this head's part
+                    .v_cache = (const float *)kv->v[a->layer] + kvh * head_dim,  // this head's
                     .scale = a->scale};
   for (int j0 = lo; j0 <= hi; j0 += k->keys) {
     c.n = hi - j0 + 1 < k->keys ? hi - j0 + 1 : k->keys;
@@ -134,7 +134,7 @@ static void cpu_attn_group_vec(const CpuAttnKernel *k, const AttentionArgs *a, i
       CHECK(j / bs < b->max_blocks_per_seq);
       slot[i] = (int64_t)blocks[j / bs] * bs + j % bs;
     }
-    k->transpose(kv->k[a->layer] + kvh * head_dim, kv_dim, slot, c.n, head_dim, kt);
+    k->transpose((const float *)kv->k[a->layer] + kvh * head_dim, kv_dim, slot, c.n, head_dim, kt);
     for (int g0 = 0; g0 < group; g0 += CPU_ATTN_VEC_HEADS) {
       const int num = group - g0 < CPU_ATTN_VEC_HEADS ? group - g0 : CPU_ATTN_VEC_HEADS;
       const float *q[CPU_ATTN_VEC_HEADS];
@@ -183,7 +183,7 @@ void cpu_attention(Backend *be, const AttentionArgs *a) {
   const Batch *b = a->batch;
   CHECK(a->num_kv_heads > 0 && a->num_heads % a->num_kv_heads == 0);
   CHECK(a->kv->num_kv_heads == a->num_kv_heads && a->kv->head_dim == a->head_dim);
-  CHECK(a->layer >= 0 && a->layer < a->kv->num_layers);
+  CHECK(a->layer >= 0 && a->layer < a->kv->num_layers && a->kv->dtype == KV_F32);
   const int group = a->num_heads / a->num_kv_heads, head_dim = a->head_dim;
   const int num_threads = cpu_state(be)->num_threads;
   const CpuState *st = cpu_state(be);

@@ -111,7 +111,7 @@ static void cpu_kv_write_task(void *ctx, int64_t begin, int64_t end, int tid) {
   const CpuKvWriteCtx *c = ctx;
   const int kv_dim = c->kv->num_kv_heads * c->kv->head_dim;
   const int64_t num_slots = (int64_t)c->kv->num_blocks * c->kv->block_size;
-  float *k_cache = c->kv->k[c->layer];  // [num_blocks * block_size, kv_dim]
+  float *k_cache = c->kv->k[c->layer];  // [num_blocks * block_size, kv_dim] (float32: checked)
   float *v_cache = c->kv->v[c->layer];  // [num_blocks * block_size, kv_dim]
   for (int64_t t = begin; t < end; t++) {
     int64_t slot = c->slot_mapping[t];
@@ -125,6 +125,7 @@ static void cpu_kv_write_task(void *ctx, int64_t begin, int64_t end, int tid) {
 void cpu_kv_write(Backend *be, KvCache *kv, int layer, const float *k, const float *v, int stride,
                   const int64_t *slot_mapping, int num_tokens) {
   CHECK(layer >= 0 && layer < kv->num_layers);
+  CHECK(kv->dtype == KV_F32);  // the CPU's cache is float32 (runner_create refuses bf16 here)
   const int kv_dim = kv->num_kv_heads * kv->head_dim;
   CHECK(kv_dim <= stride);
   CpuKvWriteCtx c = {kv, layer, k, v, stride, slot_mapping};

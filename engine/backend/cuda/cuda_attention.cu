@@ -1,16 +1,19 @@
 // cuda_attention.cu: paged causal attention with sinks and the sliding window (spec
-// gptoss-model.md section 2.1) for mixed prefill/decode batches, in float32. One thread block
-// per (tile of up to CUDA_ATTN_TILE_TOKENS tokens of one sequence, KV head, chunk of that KV
-// head's query heads): up to 32 query rows (token, head) share each chunk of 32 keys, which the
-// block copies (cp.async) through the sequence's block table into shared memory, ATT_STAGES - 1
-// chunks ahead of the one it scores. Warp w owns rows w, w + 4, ... (2 of them for a decode
-// tile of 8 heads, 8 for a full prefill tile: two instantiations, so a decode tile does no work
-// for rows it lacks) with an online softmax whose running max starts at the row's sink. Lane j
-// scores key j of the chunk (float4 reads of its key and of the rows' queries), and each lane
-// accumulates head_dim / 32 consecutive output dimensions. The sink's exp(sink - max) joins the
-// denominator at the end (a sink has no value). Reads the cache, never writes it (kv_write
-// comes first).
+// gptoss-model.md section 2.1) for mixed prefill/decode batches, in float32 over a float32 or bf16
+// KV cache. One thread block per (tile of up to CUDA_ATTN_TILE_TOKENS tokens of one sequence, KV
+// head, chunk of that KV head's query heads): up to 32 query rows (token, head) share each chunk
+// of 32 keys, which the block copies (cp.async, 4 elements a copy: 16 bytes of float32, 8 of
+// bf16) through the sequence's block table into shared memory, ATT_STAGES - 1 chunks ahead of
+// the one it scores, in the cache's own type (bf16 halves the bytes read and copied). Warp w
+// owns rows w, w + 4, ... (2 of them for a decode tile of 8 heads, 8 for a full prefill tile: two
+// instantiations, so a decode tile does no work for rows it lacks) with an online softmax whose
+// running max starts at the row's sink. Lane j scores key j of the chunk (4 elements a read of
+// its key, widened to float, and float4 reads of the rows' queries), and each lane accumulates
+// head_dim / 32 consecutive output dimensions. The sink's exp(sink - max) joins the denominator
+// at the end (a sink has no value). Reads the cache, never writes it (kv_write comes first).
 #include <math.h>
+
+#include <cuda_bf16.h>
 
 #include "backend/cuda/cuda_async.cuh"
 #include "backend/cuda/cuda_internal.cuh"
@@ -25,11 +28,11 @@
 struct CudaAttnParams {
   const float *q;  // [num_tokens, q_stride]
   int q_stride;
-  const float *k_cache, *v_cache;  // this layer's [num_slots, kv_dim]
-  const float *sinks;              // [num_heads]
-  float *out;                      // [num_tokens, num_heads * head_dim]
-  const int32_t *positions;        // [num_tokens]
-  const int32_t *block_tables;     // [num_seqs, max_blocks]
+  const void *k_cache, *v_cache;  // this layer's [num_slots, kv_dim], float or bf16
+  const float *sinks;             // [num_heads]
+  float *out;                     // [num_tokens, num_heads * head_dim]
+  const int32_t *positions;       // [num_tokens]
+  const int32_t *block_tables;    // [num_seqs, max_blocks]
   int max_blocks, block_size;
   const int4 *tiles;  // [num_tiles] {seq, first token, end token, 0}
   int num_heads, group, head_dim, kv_dim, window;
@@ -42,12 +45,32 @@ struct AttStages {
   static constexpr int value = DPL >= 8 ? 2 : 3;
 };
 
-// Floats of shared memory a block takes: the query rows and the chunks' keys and values, each
-// row head_dim + 4 floats (keeps float4 alignment; lane j's float4 reads of key j fall in
-// distinct banks per quarter warp).
-template <int DPL>
-static size_t cuda_attention_smem_floats(int head_dim) {
-  return (size_t)(ATT_ROWS + AttStages<DPL>::value * 2 * ATT_KEYS) * (head_dim + 4);
+// Bytes of shared memory a block takes: the query rows (float) and the chunks' keys and values
+// (KV, the cache's type), each row head_dim + 4 elements (keeps 4-element alignment: 16 bytes of
+// float, 8 of bf16; lane j's 4-element reads of key j fall in distinct banks per phase).
+template <typename KV, int DPL>
+static size_t cuda_attention_smem_bytes(int head_dim) {
+  return (size_t)ATT_ROWS * (head_dim + 4) * sizeof(float) +
+         (size_t)AttStages<DPL>::value * 2 * ATT_KEYS * (head_dim + 4) * sizeof(KV);
+}
+
+// One 4-element copy of the cache into shared memory (cuda_async.cuh).
+static __device__ __forceinline__ void cuda_copy4_async(float *dst, const float *src, bool ok) {
+  cuda_copy16_async(dst, src, ok);
+}
+static __device__ __forceinline__ void cuda_copy4_async(__nv_bfloat16 *dst,
+                                                        const __nv_bfloat16 *src, bool ok) {
+  cuda_copy8_async(dst, src, ok);
+}
+
+// The 4 elements at src (4-element aligned) as float.
+static __device__ __forceinline__ float4 cuda_load4(const float *src) {
+  return *(const float4 *)src;
+}
+static __device__ __forceinline__ float4 cuda_load4(const __nv_bfloat16 *src) {
+  const uint2 w = *(const uint2 *)src;
+  return make_float4(__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u),
+                     __uint_as_float(w.y << 16), __uint_as_float(w.y & 0xffff0000u));
 }
 
 static __device__ __forceinline__ float cuda_warp_max(float v) {
@@ -60,18 +83,26 @@ static __device__ __forceinline__ float cuda_warp_sum(float v) {
   return v;
 }
 
-// The DPL floats at src (aligned to DPL floats; DPL is 1, 2, 4 or 8).
-template <int DPL>
-static __device__ __forceinline__ void cuda_load_dims(const float *src, float (&v)[DPL]) {
+// The 2 elements at src (2-element aligned) as float.
+static __device__ __forceinline__ float2 cuda_load2(const float *src) {
+  return *(const float2 *)src;
+}
+static __device__ __forceinline__ float2 cuda_load2(const __nv_bfloat16 *src) {
+  return __bfloat1622float2(*(const __nv_bfloat162 *)src);
+}
+
+// The DPL elements at src (aligned to DPL elements up to 4; DPL is 1, 2, 4 or 8) as float.
+template <int DPL, typename KV>
+static __device__ __forceinline__ void cuda_load_dims(const KV *src, float (&v)[DPL]) {
   if constexpr (DPL == 1) {
-    v[0] = src[0];
+    v[0] = (float)src[0];
   } else if constexpr (DPL == 2) {
-    const float2 a = *(const float2 *)src;
+    const float2 a = cuda_load2(src);
     v[0] = a.x, v[1] = a.y;
   } else {
 #pragma unroll
     for (int i = 0; i < DPL / 4; i++) {
-      const float4 a = ((const float4 *)src)[i];
+      const float4 a = cuda_load4(src + 4 * i);
       v[4 * i] = a.x, v[4 * i + 1] = a.y, v[4 * i + 2] = a.z, v[4 * i + 3] = a.w;
     }
   }
@@ -79,13 +110,14 @@ static __device__ __forceinline__ void cuda_load_dims(const float *src, float (&
 
 // One tile's rows; RPW: rows per warp (nrows <= ATT_WARPS * RPW). DPL: output dimensions per
 // lane (head_dim <= 32 * DPL).
-template <int DPL, int RPW>
+template <typename KV, int DPL, int RPW>
 static __device__ __forceinline__ void cuda_attention_tile(const CudaAttnParams &p, float *smem) {
   constexpr int STAGES = AttStages<DPL>::value;
   const int hd = p.head_dim, stride = hd + 4, q4 = hd / 4;
   float *Qs = smem;  // [ATT_ROWS, stride]
-  float *chunks =
-      Qs + ATT_ROWS * stride;  // [STAGES] x {K [ATT_KEYS, stride], V [ATT_KEYS, stride]}
+  // [STAGES] x {K [ATT_KEYS, stride], V [ATT_KEYS, stride]}
+  KV *chunks = (KV *)(Qs + ATT_ROWS * stride);
+  const KV *k_cache = (const KV *)p.k_cache, *v_cache = (const KV *)p.v_cache;
 
   const int4 tile = p.tiles[blockIdx.x];
   const int s = tile.x, t0 = tile.y, ntok = tile.z - tile.y;
@@ -116,15 +148,15 @@ static __device__ __forceinline__ void cuda_attention_tile(const CudaAttnParams 
   const int64_t head_off = (int64_t)kvh * hd;
   auto fetch = [&](int c) {
     if (c < num_chunks) {
-      float *Ks = chunks + (c % STAGES) * 2 * ATT_KEYS * stride, *Vs = Ks + ATT_KEYS * stride;
+      KV *Ks = chunks + (c % STAGES) * 2 * ATT_KEYS * stride, *Vs = Ks + ATT_KEYS * stride;
       for (int idx = threadIdx.x; idx < ATT_KEYS * q4; idx += ATT_THREADS) {
         const int jj = idx / q4, d = 4 * (idx % q4), j = kmin + c * ATT_KEYS + jj;
         const bool valid = j <= kmax;
         const int64_t slot =
             valid ? (int64_t)blocks[j / p.block_size] * p.block_size + j % p.block_size : 0;
         const int64_t at = slot * p.kv_dim + head_off + d;
-        cuda_copy16_async(Ks + jj * stride + d, p.k_cache + at, valid);
-        cuda_copy16_async(Vs + jj * stride + d, p.v_cache + at, valid);
+        cuda_copy4_async(Ks + jj * stride + d, k_cache + at, valid);
+        cuda_copy4_async(Vs + jj * stride + d, v_cache + at, valid);
       }
     }
     cuda_copy_commit();
@@ -151,16 +183,16 @@ static __device__ __forceinline__ void cuda_attention_tile(const CudaAttnParams 
     fetch(c + STAGES - 1);
     cuda_copy_wait<STAGES - 1>();  // chunk c's copies (this thread's) have landed
     __syncthreads();               // and everyone's, and the queries
-    const float *Ks = chunks + (c % STAGES) * 2 * ATT_KEYS * stride, *Vs = Ks + ATT_KEYS * stride;
+    const KV *Ks = chunks + (c % STAGES) * 2 * ATT_KEYS * stride, *Vs = Ks + ATT_KEYS * stride;
 
     // Lane j scores key kmin + c * ATT_KEYS + j against each of the warp's rows.
     float sc[RPW];
 #pragma unroll
     for (int i = 0; i < RPW; i++) sc[i] = 0.0f;
-    const float *krow = Ks + lane * stride;
+    const KV *krow = Ks + lane * stride;
 #pragma unroll 4
     for (int d = 0; d < hd; d += 4) {
-      const float4 k = *(const float4 *)(krow + d);
+      const float4 k = cuda_load4(krow + d);
 #pragma unroll
       for (int i = 0; i < RPW; i++) {
         const float4 q = *(const float4 *)(Qs + (warp + ATT_WARPS * i) * stride + d);
@@ -218,7 +250,7 @@ static __device__ __forceinline__ void cuda_attention_tile(const CudaAttnParams 
   }
 }
 
-template <int DPL>
+template <typename KV, int DPL>
 __global__ void __launch_bounds__(ATT_THREADS)
     cuda_attention_kernel(const __grid_constant__ CudaAttnParams p) {
   extern __shared__ float4 att_smem[];
@@ -227,19 +259,32 @@ __global__ void __launch_bounds__(ATT_THREADS)
   const int h_begin = (blockIdx.y % head_chunks) * ATT_HEADS_PER_BLOCK;
   const int nrows = (tile.z - tile.y) * min(ATT_HEADS_PER_BLOCK, p.group - h_begin);
   if (nrows <= 2 * ATT_WARPS)  // a decode tile of up to 8 heads
-    cuda_attention_tile<DPL, 2>(p, (float *)att_smem);
+    cuda_attention_tile<KV, DPL, 2>(p, (float *)att_smem);
   else
-    cuda_attention_tile<DPL, ATT_ROWS / ATT_WARPS>(p, (float *)att_smem);
+    cuda_attention_tile<KV, DPL, ATT_ROWS / ATT_WARPS>(p, (float *)att_smem);
 }
 
-template <int DPL>
+template <typename KV, int DPL>
 static void cuda_attention_launch(CudaState *st, const CudaAttnParams &p, dim3 grid) {
-  const size_t smem = cuda_attention_smem_floats<DPL>(p.head_dim) * sizeof(float);
+  const size_t smem = cuda_attention_smem_bytes<KV, DPL>(p.head_dim);
   if (smem > 48 * 1024)
-    CUDA_CHECK(cudaFuncSetAttribute(cuda_attention_kernel<DPL>,
+    CUDA_CHECK(cudaFuncSetAttribute(cuda_attention_kernel<KV, DPL>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  cuda_attention_kernel<DPL><<<grid, ATT_THREADS, smem, st->stream>>>(p);
+  cuda_attention_kernel<KV, DPL><<<grid, ATT_THREADS, smem, st->stream>>>(p);
   CUDA_CHECK_LAUNCH();
+}
+
+// The instantiation for the cache's type and head_dim / 32 dimensions a lane.
+template <typename KV>
+static void cuda_attention_dispatch(CudaState *st, const CudaAttnParams &p, dim3 grid) {
+  if (p.head_dim <= 32)
+    cuda_attention_launch<KV, 1>(st, p, grid);
+  else if (p.head_dim <= 64)
+    cuda_attention_launch<KV, 2>(st, p, grid);
+  else if (p.head_dim <= 128)
+    cuda_attention_launch<KV, 4>(st, p, grid);
+  else
+    cuda_attention_launch<KV, 8>(st, p, grid);
 }
 void cuda_attention(Backend *be, const AttentionArgs *a) {
   CudaState *st = cuda_enter(be);
@@ -274,12 +319,8 @@ void cuda_attention(Backend *be, const AttentionArgs *a) {
   p.scale = a->scale;
   const int chunks = (p.group + ATT_HEADS_PER_BLOCK - 1) / ATT_HEADS_PER_BLOCK;
   const dim3 grid((unsigned)st->num_attn_tiles, (unsigned)(a->num_kv_heads * chunks));
-  if (a->head_dim <= 32)
-    cuda_attention_launch<1>(st, p, grid);
-  else if (a->head_dim <= 64)
-    cuda_attention_launch<2>(st, p, grid);
-  else if (a->head_dim <= 128)
-    cuda_attention_launch<4>(st, p, grid);
+  if (a->kv->dtype == KV_BF16)
+    cuda_attention_dispatch<__nv_bfloat16>(st, p, grid);
   else
-    cuda_attention_launch<8>(st, p, grid);
+    cuda_attention_dispatch<float>(st, p, grid);
 }

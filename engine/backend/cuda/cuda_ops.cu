@@ -1,8 +1,9 @@
 // cuda_ops.cu: the CUDA backend's element-wise and copying ops: embedding look-up, RMSNorm
 // (float32 statistics), RoPE (YaRN table, half-split pairs, cos/sin computed per element as
-// the CPU twin does), KV-cache writes, row gathers and adds. One thread block per row or token.
-// No matrix products here (cuda_linear.cu), no attention or MoE (their own files). A bad index
-// (token id, slot, row) traps the kernel: it is a caller's bug, as the CPU twin's CHECK says.
+// the CPU twin does), KV-cache writes (float32, or rounded to bf16 for a bf16 cache), row gathers
+// and adds. One thread block per row or token. No matrix products here (cuda_linear.cu), no
+// attention or MoE (their own files). A bad index (token id, slot, row) traps the kernel: it is a
+// caller's bug, as the CPU twin's CHECK says.
 #include "backend/cuda/cuda_decode.cuh"
 #include "backend/cuda/cuda_internal.cuh"
 
@@ -93,16 +94,23 @@ void cuda_rope(Backend *be, float *x, int num_rows, int row_stride, int num_head
   CUDA_CHECK_LAUNCH();
 }
 
+// A key or value element as the cache holds it: float32, or bf16 rounded to nearest even.
+static __device__ __forceinline__ void cuda_kv_store(float *dst, float x) { *dst = x; }
+static __device__ __forceinline__ void cuda_kv_store(__nv_bfloat16 *dst, float x) {
+  *dst = __float2bfloat16_rn(x);
+}
+
 // One block per token: its k and v rows into its slot (negative: padding, skipped).
-__global__ void cuda_kv_write_kernel(float *k_cache, float *v_cache, int64_t num_slots, int kv_dim,
+template <typename KV>
+__global__ void cuda_kv_write_kernel(KV *k_cache, KV *v_cache, int64_t num_slots, int kv_dim,
                                      const float *k, const float *v, int stride,
                                      const int64_t *slot_mapping) {
   const int64_t t = blockIdx.x, slot = slot_mapping[t];
   if (slot < 0) return;
   if (slot >= num_slots) __trap();
   for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) {
-    k_cache[slot * kv_dim + i] = k[t * stride + i];
-    v_cache[slot * kv_dim + i] = v[t * stride + i];
+    cuda_kv_store(&k_cache[slot * kv_dim + i], k[t * stride + i]);
+    cuda_kv_store(&v_cache[slot * kv_dim + i], v[t * stride + i]);
   }
 }
 
@@ -115,8 +123,14 @@ void cuda_kv_write(Backend *be, KvCache *kv, int layer, const float *k, const fl
   CHECK(kv_dim <= stride);
   if (num_tokens <= 0) return;
   const int64_t num_slots = (int64_t)kv->num_blocks * kv->block_size;
-  cuda_kv_write_kernel<<<num_tokens, 128, 0, st->stream>>>(kv->k[layer], kv->v[layer], num_slots,
-                                                           kv_dim, k, v, stride, slot_mapping);
+  if (kv->dtype == KV_BF16)
+    cuda_kv_write_kernel<<<num_tokens, 128, 0, st->stream>>>(
+        (__nv_bfloat16 *)kv->k[layer], (__nv_bfloat16 *)kv->v[layer], num_slots, kv_dim, k, v,
+        stride, slot_mapping);
+  else
+    cuda_kv_write_kernel<<<num_tokens, 128, 0, st->stream>>>((float *)kv->k[layer],
+                                                             (float *)kv->v[layer], num_slots,
+                                                             kv_dim, k, v, stride, slot_mapping);
   CUDA_CHECK_LAUNCH();
 }
 
