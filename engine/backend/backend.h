@@ -124,6 +124,12 @@ struct Backend {
   // free_weights, never weights_free. NULL on the CPU, whose ops read host weights as they are.
   bool (*upload_weights)(Backend *be, const GptOssWeights *host, GptOssWeights *device, char *err,
                          size_t err_size);
+  // Optional (NULL: generate on the host, then upload_weights): dummy weights (weights_dummy.h)
+  // for config c and o's shard, formats and seed, generated in the backend's memory as the same
+  // GptOssWeights upload_weights would give for weights_load's; free with free_weights. Takes
+  // MXFP4 experts only (the runner asks for nothing else).
+  bool (*load_dummy_weights)(Backend *be, const GptOssConfig *c, const WeightsOptions *o,
+                             GptOssWeights *device, char *err, size_t err_size);
   void (*free_weights)(Backend *be, GptOssWeights *device);
 
   void *(*alloc)(Backend *be, size_t bytes);  // zeroed; NULL when out of memory

@@ -185,6 +185,10 @@ static bool rank_load(Runner *r, Rank *rank, int index, char *err, size_t err_si
   wo.shard = &rank->shard;
   if (!rank->backend->upload_weights)
     return weights_load(r->options.model, &wo, &rank->weights, err, err_size);
+  if (rank->backend->load_dummy_weights && wo.expert_format == WEIGHT_MXFP4 &&
+      weights_are_dummy(r->options.model, wo.load_format))  // generated where they are kept
+    return rank->backend->load_dummy_weights(rank->backend, &r->config, &wo, &rank->weights, err,
+                                             err_size);
   GptOssWeights host;
   if (!weights_load(r->options.model, &wo, &host, err, err_size)) return false;
   const bool ok =

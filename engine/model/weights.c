@@ -90,7 +90,7 @@ static bool role_is_matrix(CheckpointRole r) {
 // vocabulary it is most of a token's multiply-adds and, at batch 1, of the bytes read); the
 // others stay bf16 then (exact from the checkpoint): 8-bit qkv weights moved a golden fixture's
 // logits by 19% (docs/PERF.md), and they are a small share of the time.
-static WeightFormat dense_format_of(CheckpointRole r, const WeightsOptions *o) {
+WeightFormat weights_dense_format(CheckpointRole r, const WeightsOptions *o) {
   if (o->dense_format == WEIGHT_Q8 && r != CKPT_UNEMBEDDING) return WEIGHT_BF16;
   return o->dense_format;
 }
@@ -106,7 +106,7 @@ static int64_t kept_bytes(const CheckpointTensor *t, const WeightsOptions *o) {
     return role_is_scales(t->role) ? 0 : t->num_params * (int64_t)format_size(o->expert_format);
   }
   if (role_is_matrix(t->role)) {
-    const WeightFormat f = dense_format_of(t->role, o);
+    const WeightFormat f = weights_dense_format(t->role, o);
     if (f == WEIGHT_Q8)
       return (int64_t)(q8_data_bytes(t->shape[0], t->shape[1]) +
                        q8_num_scales(t->shape[0]) * sizeof(float));
@@ -343,11 +343,12 @@ static void quantize_q8(const void *src, StDtype dtype, int64_t rows, int64_t co
   }
 }
 
-// A [rows, cols] matrix in its dense format (dense_format_of); bf16 kept as bf16 is not copied.
+// A [rows, cols] matrix in its dense format (weights_dense_format); bf16 kept as bf16 is not
+// copied.
 static bool load_dense(Loader *L, CheckpointRole role, int layer, WeightMatrix *m) {
   Source s;
   if (!source_get(L, role, layer, &s)) return false;
-  const WeightFormat f = dense_format_of(role, L->options);
+  const WeightFormat f = weights_dense_format(role, L->options);
   const int64_t rows = s.spec.shape[0], cols = s.spec.shape[1];
   *m = (WeightMatrix){.format = f, .rows = rows, .cols = cols};
   if (f == WEIGHT_BF16 && s.dtype == ST_BF16 && ((uintptr_t)s.data & 1) == 0) {
@@ -417,14 +418,13 @@ static bool load_out_bias(Loader *L, int l, LayerWeights *lw) {
 static int num_local_experts(const Shard *s) { return s->expert_end - s->expert_begin; }
 
 static bool load_layer(Loader *L, int l, LayerWeights *lw, WeightMatrix *experts) {
-  lw->mlp1 = experts;                                   // [local experts]
-  lw->mlp2 = experts + num_local_experts(L->shard);     // [local experts]
+  lw->mlp1 = experts;                                // [local experts]
+  lw->mlp2 = experts + num_local_experts(L->shard);  // [local experts]
   return load_vector(L, CKPT_ATTN_NORM, l, &lw->attn_norm) &&
          load_dense(L, CKPT_QKV_WEIGHT, l, &lw->qkv) &&
          load_vector(L, CKPT_QKV_BIAS, l, &lw->qkv_bias) &&
          load_vector(L, CKPT_SINKS, l, &lw->sinks) && load_dense(L, CKPT_OUT_WEIGHT, l, &lw->out) &&
-         load_out_bias(L, l, lw) &&
-         load_vector(L, CKPT_MLP_NORM, l, &lw->mlp_norm) &&
+         load_out_bias(L, l, lw) && load_vector(L, CKPT_MLP_NORM, l, &lw->mlp_norm) &&
          load_dense(L, CKPT_GATE_WEIGHT, l, &lw->gate) &&
          load_vector(L, CKPT_GATE_BIAS, l, &lw->gate_bias) &&
          load_experts(L, CKPT_MLP1_BLOCKS, CKPT_MLP1_SCALES, l, lw->mlp1) &&
@@ -515,14 +515,14 @@ static bool check_memory(const GptOssConfig *c, const WeightsOptions *o, const c
   return false;
 }
 
+bool weights_are_dummy(const char *model, LoadFormat format) {
+  char dir[PATH_MAX];
+  return format == LOAD_DUMMY ||
+         (format == LOAD_AUTO && !find_checkpoint_dir(model, dir, sizeof dir));
+}
+
 bool weights_formats_from_name(const char *name, const char *model, WeightsOptions *o) {
-  if (strcmp(name, "auto") == 0) {
-    char dir[PATH_MAX];
-    const bool dummy =
-        o->load_format == LOAD_DUMMY ||
-        (o->load_format == LOAD_AUTO && !find_checkpoint_dir(model, dir, sizeof dir));
-    name = dummy ? "q8" : "f32";
-  }
+  if (strcmp(name, "auto") == 0) name = weights_are_dummy(model, o->load_format) ? "q8" : "f32";
   if (strcmp(name, "f32") == 0) {
     o->dense_format = o->expert_format = WEIGHT_F32;
     return true;
@@ -558,8 +558,7 @@ bool weights_load(const char *model, const WeightsOptions *o, GptOssWeights *w, 
   if (!resolve_model(model, o->load_format, &c, dir, sizeof dir, &dummy, err, err_size) ||
       !check_memory(&c, o, model, err, err_size))
     return false;
-  if (o->shard &&
-      !shard_check(&c, o->shard->tp_size, o->shard->pp_size, err, err_size))
+  if (o->shard && !shard_check(&c, o->shard->tp_size, o->shard->pp_size, err, err_size))
     return false;
   WeightsOwned *owned = xcalloc(1, sizeof *owned);
   w->config = c;

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/shard.h"
 
@@ -40,7 +41,8 @@ typedef struct {
   const float *mlp_norm;   // [hidden]
   WeightMatrix gate;       // [num_experts, hidden] (the router)
   const float *gate_bias;  // [num_experts]
-  WeightMatrix *mlp1;      // [num_experts] each [2 * intermediate, hidden], rows gate/linear interleaved
+  WeightMatrix
+      *mlp1;  // [num_experts] each [2 * intermediate, hidden], rows gate/linear interleaved
   const float *mlp1_bias;  // [num_experts, 2 * intermediate]
   WeightMatrix *mlp2;      // [num_experts] each [hidden, intermediate]
   const float *mlp2_bias;  // [num_experts, hidden]
@@ -77,8 +79,8 @@ typedef struct {
   // qkv, out, router, embedding, unembedding: F32, BF16 or Q8. Q8 (quantized at load, see q8.h)
   // applies to the unembedding only; the other dense matrices are then kept as BF16.
   WeightFormat dense_format;
-  uint64_t seed;              // dummy weights
-  const Shard *shard;         // the part to load (shard.h); NULL: the whole model
+  uint64_t seed;       // dummy weights
+  const Shard *shard;  // the part to load (shard.h); NULL: the whole model
 } WeightsOptions;
 
 // Sizes of a config's weights from the shapes alone: nothing is allocated or read. Checkpoint
@@ -107,6 +109,14 @@ bool weight_format_from_name(const char *name, WeightFormat *out);
 //           checkpoint folder), "f32" for a checkpoint folder
 // False for any other name.
 bool weights_formats_from_name(const char *name, const char *model, WeightsOptions *o);
+
+// Whether weights_load(model) with format generates dummy weights (LOAD_DUMMY, or LOAD_AUTO and
+// model is no checkpoint folder).
+bool weights_are_dummy(const char *model, LoadFormat format);
+
+// The format o keeps the dense matrix of checkpoint role r in (q8 is the unembedding's alone; the
+// other dense matrices are then bf16).
+WeightFormat weights_dense_format(CheckpointRole r, const WeightsOptions *o);
 
 // "auto" | "safetensors" | "dummy" -> LoadFormat; false for anything else.
 bool weights_load_format_from_name(const char *name, LoadFormat *out);

@@ -1,5 +1,6 @@
-// weights_dummy.c: the dummy-weight generator (the scheme is documented in weights_dummy.h).
-// Writes only the caller's buffer; allocates nothing.
+// weights_dummy.c: the dummy-weight generator (the scheme is documented in weights_dummy.h): each
+// tensor's law from its name and role, its elements from weights_dummy_values.h (which the CUDA
+// backend's generator shares). Writes only the caller's buffer; allocates nothing.
 #include "model/weights_dummy.h"
 
 #include <math.h>
@@ -8,52 +9,27 @@
 #include "model/bf16.h"
 #include "model/mxfp4.h"
 
-#define GOLDEN_GAMMA 0x9e3779b97f4a7c15ull
-
-// splitmix64's output function.
-static uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 static uint64_t fnv1a(const char *s) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
   return h;
 }
 
-// The k-th random word of the stream key.
-static inline uint64_t word(uint64_t key, int64_t k) {
-  return mix64(key + (uint64_t)(k + 1) * GOLDEN_GAMMA);
-}
-
-// Uniform in [-1, 1) with 53 random bits.
-static inline double uniform_pm1(uint64_t bits) { return (double)(bits >> 11) * 0x1.0p-52 - 1.0; }
-
-typedef struct {
-  double center, half_width;
-} FloatLaw;
-
-static FloatLaw float_law(const GptOssConfig *c, CheckpointRole role) {
+// A float tensor's center and half width, by role (weights_dummy.h's table).
+static void set_float_law(const GptOssConfig *c, CheckpointRole role, WeightsDummyLaw *law) {
   const double sqrt3 = sqrt(3.0), d = c->hidden_size, residual = sqrt(2.0 * c->num_layers);
+  law->center = 0;
   switch (role) {
-    case CKPT_EMBEDDING:
-      return (FloatLaw){0, sqrt3};
+    case CKPT_EMBEDDING: law->half_width = sqrt3; break;
     case CKPT_QKV_WEIGHT:
     case CKPT_GATE_WEIGHT:
-    case CKPT_UNEMBEDDING:
-      return (FloatLaw){0, sqrt3 / sqrt(d)};
-    case CKPT_OUT_WEIGHT:
-      return (FloatLaw){0, sqrt3 / sqrt((double)config_q_dim(c)) / residual};
+    case CKPT_UNEMBEDDING: law->half_width = sqrt3 / sqrt(d); break;
+    case CKPT_OUT_WEIGHT: law->half_width = sqrt3 / sqrt((double)config_q_dim(c)) / residual; break;
     case CKPT_FINAL_NORM:
     case CKPT_ATTN_NORM:
-    case CKPT_MLP_NORM:
-      return (FloatLaw){1, 0.1};
-    case CKPT_SINKS:
-      return (FloatLaw){0, 0.5};
-    default:
-      return (FloatLaw){0, 0.05};  // the biases
+    case CKPT_MLP_NORM: law->center = 1, law->half_width = 0.1; break;
+    case CKPT_SINKS: law->half_width = 0.5; break;
+    default: law->half_width = 0.05;  // the biases
   }
 }
 
@@ -66,30 +42,36 @@ static int scale_center(const GptOssConfig *c, CheckpointRole role) {
   return MXFP4_SCALE_BIAS + (int)lround(log2(std / code_rms));
 }
 
+WeightsDummyLaw weights_dummy_law(const GptOssConfig *c, const CheckpointTensor *t, uint64_t seed) {
+  WeightsDummyLaw law = {.key = dummy_mix64(seed ^ fnv1a(t->name))};
+  if (t->role == CKPT_MLP1_BLOCKS || t->role == CKPT_MLP2_BLOCKS) {
+    law.kind = DUMMY_BLOCK_BYTES;
+  } else if (t->role == CKPT_MLP1_SCALES || t->role == CKPT_MLP2_SCALES) {
+    law.kind = DUMMY_SCALES;
+    law.scale_center = scale_center(c, t->role);
+  } else {
+    CHECK(t->dtype == ST_BF16);
+    law.kind = DUMMY_FLOATS;
+    set_float_law(c, t->role, &law);
+  }
+  return law;
+}
+
 void weights_dummy_fill(const GptOssConfig *c, const CheckpointTensor *t, uint64_t seed,
                         void *out) {
-  const uint64_t key = mix64(seed ^ fnv1a(t->name));
+  const WeightsDummyLaw law = weights_dummy_law(c, t, seed);
   const int64_t n = t->num_elements;
-  if (t->role == CKPT_MLP1_BLOCKS || t->role == CKPT_MLP2_BLOCKS) {
+  if (law.kind == DUMMY_BLOCK_BYTES) {
     uint8_t *bytes = out;
 #pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < n; k++) bytes[k] = (uint8_t)(word(key, k / 8) >> (8 * (k % 8)));
-    return;
-  }
-  if (t->role == CKPT_MLP1_SCALES || t->role == CKPT_MLP2_SCALES) {
-    const int center = scale_center(c, t->role);
+    for (int64_t k = 0; k < n; k++) bytes[k] = dummy_block_byte(&law, k);
+  } else if (law.kind == DUMMY_SCALES) {
     uint8_t *scales = out;
 #pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < n; k++) {
-      int s = center - 1 + (int)(word(key, k) % 3);
-      scales[k] = (uint8_t)(s < 1 ? 1 : s > 254 ? 254 : s);
-    }
-    return;
-  }
-  CHECK(t->dtype == ST_BF16);
-  const FloatLaw law = float_law(c, t->role);
-  uint16_t *values = out;
+    for (int64_t k = 0; k < n; k++) scales[k] = dummy_scale(&law, k);
+  } else {
+    uint16_t *values = out;
 #pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < n; k++)
-    values[k] = bf16_from_f32((float)(law.center + law.half_width * uniform_pm1(word(key, k))));
+    for (int64_t k = 0; k < n; k++) values[k] = bf16_from_f32(dummy_float(&law, k));
+  }
 }

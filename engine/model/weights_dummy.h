@@ -26,6 +26,10 @@
 #include <stdint.h>
 
 #include "model/checkpoint.h"
+#include "model/weights_dummy_values.h"
+
+// Tensor t's law for seed: its stream key, and what its elements are.
+WeightsDummyLaw weights_dummy_law(const GptOssConfig *c, const CheckpointTensor *t, uint64_t seed);
 
 // Fills out (t->num_bytes bytes of t->dtype) with tensor t's dummy values for seed.
 void weights_dummy_fill(const GptOssConfig *c, const CheckpointTensor *t, uint64_t seed, void *out);

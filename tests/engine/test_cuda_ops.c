@@ -6,7 +6,8 @@
 // to 16, head dims 16 to 256) and MoE (MXFP4, BF16 and F32 experts, uneven expert loads with idle
 // experts, an expert range, top-k ties, the SwiGLU clamp; the tile and the wide MXFP4 kernels, the
 // wide one also forced by GPTOSS_CUDA_MOE_KERNEL) and sample (greedy and temperature draws against
-// a float64 reference and the host sampler). Each comparison prints its errors. Without a CUDA
+// a float64 reference and the host sampler), and dummy weights generated on the device (the
+// host's, uploaded, byte for byte). Each comparison prints its errors. Without a CUDA
 // device (or in a CUDA=0 build) every GPU test prints "skipped: no CUDA device" and skips.
 //
 // Tolerances (why each is what it is):
@@ -1037,6 +1038,100 @@ static void test_sample(void **state) {
   check_sample(t, 100, 201088, 16.0f, 1304);  // peaked (a few ids hold the mass)
 }
 
+// Two device pieces of bytes are the same bytes (both absent counts as the same).
+static void expect_same_piece(Twins *t, const char *what, int layer, const void *got,
+                              const void *want, size_t bytes) {
+  if (!got || !want) {
+    if (got != want) print_error("%s (layer %d): one side absent\n", what, layer);
+    assert_true(got == want);
+    return;
+  }
+  uint8_t *g = host_copy(t->gpu, got, bytes), *w = host_copy(t->gpu, want, bytes);
+  if (memcmp(g, w, bytes)) print_error("%s (layer %d): %zu bytes differ\n", what, layer, bytes);
+  assert_memory_equal(g, w, bytes);
+  free(g), free(w);
+}
+
+static void expect_same_matrix(Twins *t, const char *what, int layer, const WeightMatrix *got,
+                               const WeightMatrix *want) {
+  assert_int_equal(got->format, want->format);
+  assert_int_equal(got->rows, want->rows);
+  assert_int_equal(got->cols, want->cols);
+  const size_t n = (size_t)want->rows * (size_t)want->cols;
+  const size_t data = want->format == WEIGHT_MXFP4 ? n / 2 : weight_matrix_bytes(want);
+  expect_same_piece(t, what, layer, got->data, want->data, data);
+  expect_same_piece(t, what, layer, got->scales, want->scales,
+                    want->format == WEIGHT_MXFP4 ? n / 32 : 0);
+}
+
+// Dummy weights generated on the device (cuda_weights_dummy) against the host's (weights_load)
+// uploaded: every matrix and vector byte for byte, for the whole model and for shards (tp 2's
+// rank 1: heads, KV heads, experts, vocabulary rows and the output projection's columns sliced;
+// pp 2's stages: embedding first, norm and unembedding last), bf16 and f32 dense, MXFP4 experts.
+static void check_dummy_on_device(Twins *t, const char *format, int tp, int pp, int tp_rank,
+                                  int pp_rank) {
+  GptOssConfig c;
+  assert_true(config_preset("gpt-oss-tiny", &c));
+  const Shard shard = shard_of(&c, tp, pp, tp_rank, pp_rank);
+  WeightsOptions o = {.load_format = LOAD_DUMMY, .seed = 5, .shard = &shard};
+  assert_true(weights_formats_from_name(format, "gpt-oss-tiny", &o));
+  o.expert_format = WEIGHT_MXFP4;  // the one expert format generated on the device
+  char err[512];
+  GptOssWeights host, want, got;
+  assert_true(weights_load("gpt-oss-tiny", &o, &host, err, sizeof err));
+  assert_true(cuda_weights_upload(t->gpu, &host, &want, err, sizeof err));
+  if (!cuda_weights_dummy(t->gpu, &c, &o, &got, err, sizeof err)) print_error("%s\n", err);
+  assert_true(got.layers != NULL);
+  const int64_t hidden = c.hidden_size, E = shard.expert_end - shard.expert_begin;
+  const int64_t qkv = (int64_t)(shard.num_heads + 2 * shard.num_kv_heads) * c.head_dim;
+  const size_t f = sizeof(float);
+  expect_same_matrix(t, "embedding", -1, &got.embedding, &want.embedding);
+  expect_same_matrix(t, "unembedding", -1, &got.unembedding, &want.unembedding);
+  expect_same_piece(t, "final norm", -1, got.final_norm, want.final_norm, hidden * f);
+  for (int l = 0; l < shard_num_layers(&shard); l++) {
+    const LayerWeights *g = &got.layers[l], *w = &want.layers[l];
+    expect_same_piece(t, "attn norm", l, g->attn_norm, w->attn_norm, hidden * f);
+    expect_same_matrix(t, "qkv", l, &g->qkv, &w->qkv);
+    expect_same_piece(t, "qkv bias", l, g->qkv_bias, w->qkv_bias, qkv * f);
+    expect_same_piece(t, "sinks", l, g->sinks, w->sinks, shard.num_heads * f);
+    expect_same_matrix(t, "out", l, &g->out, &w->out);
+    expect_same_piece(t, "out bias", l, g->out_bias, w->out_bias, hidden * f);
+    expect_same_piece(t, "mlp norm", l, g->mlp_norm, w->mlp_norm, hidden * f);
+    expect_same_matrix(t, "gate", l, &g->gate, &w->gate);
+    expect_same_piece(t, "gate bias", l, g->gate_bias, w->gate_bias, c.num_experts * f);
+    for (int64_t e = 0; e < E; e++) {
+      expect_same_matrix(t, "mlp1", l, &g->mlp1[e], &w->mlp1[e]);
+      expect_same_matrix(t, "mlp2", l, &g->mlp2[e], &w->mlp2[e]);
+    }
+    expect_same_piece(t, "mlp1 bias", l, g->mlp1_bias, w->mlp1_bias,
+                      E * 2 * c.intermediate_size * f);
+    expect_same_piece(t, "mlp2 bias", l, g->mlp2_bias, w->mlp2_bias, E * hidden * f);
+  }
+  print_message("# dummy weights on the device, %s, tp %d rank %d, pp %d stage %d: identical\n",
+                format, tp, tp_rank, pp, pp_rank);
+  cuda_weights_free(t->gpu, &got), cuda_weights_free(t->gpu, &want);
+  weights_free(&host);
+}
+
+static void test_dummy_weights_on_device(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  check_dummy_on_device(t, "bf16", 1, 1, 0, 0);
+  check_dummy_on_device(t, "f32", 1, 1, 0, 0);
+  check_dummy_on_device(t, "bf16", 2, 1, 1, 0);
+  check_dummy_on_device(t, "bf16", 2, 1, 0, 0);
+  check_dummy_on_device(t, "bf16", 1, 2, 0, 0);
+  check_dummy_on_device(t, "bf16", 1, 2, 0, 1);
+  // MXFP4 experts only: the runner generates other formats on the host.
+  GptOssConfig c;
+  assert_true(config_preset("gpt-oss-tiny", &c));
+  WeightsOptions o = {.load_format = LOAD_DUMMY, .expert_format = WEIGHT_BF16};
+  GptOssWeights w;
+  char err[512] = "";
+  assert_false(cuda_weights_dummy(t->gpu, &c, &o, &w, err, sizeof err));
+  assert_non_null(strstr(err, "MXFP4 experts only"));
+}
+
 static void test_weights_refuse_q8(void **state) {
   NEED_GPU(state);
   Twins *t = *state;
@@ -1073,6 +1168,7 @@ int main(void) {
       cmocka_unit_test(test_moe_wide),
       cmocka_unit_test(test_moe_wide_forced),
       cmocka_unit_test(test_sample),
+      cmocka_unit_test(test_dummy_weights_on_device),
       cmocka_unit_test(test_weights_refuse_q8),
   };
   return cmocka_run_group_tests_name("cuda backend vs its CPU twin", tests, setup, teardown);

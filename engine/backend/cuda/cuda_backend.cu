@@ -169,6 +169,7 @@ static Backend *cuda_table(CudaState *st) {
   be->sample = cuda_sample;
   be->to_host = cuda_to_host;
   be->upload_weights = cuda_weights_upload;
+  be->load_dummy_weights = cuda_weights_dummy;
   be->free_weights = cuda_weights_free;
   be->alloc = cuda_alloc;
   be->free = cuda_free_mem;

@@ -38,6 +38,14 @@ bool cuda_weights_upload(Backend *be, const GptOssWeights *host, GptOssWeights *
                          size_t err_size);
 void cuda_weights_free(Backend *be, GptOssWeights *device);
 
+// Dummy weights (weights_dummy.h) for config c and o's shard (NULL: the whole model) and seed,
+// generated in device memory in o's formats: the same GptOssWeights, byte for byte, as
+// weights_load with LOAD_DUMMY followed by cuda_weights_upload, with no host copy. Dense BF16 or
+// F32, experts MXFP4 (others: false, with the reason). The backend's load_dummy_weights points
+// here. False with a message (a format it does not generate, the bytes that did not fit).
+bool cuda_weights_dummy(Backend *be, const GptOssConfig *c, const WeightsOptions *o,
+                        GptOssWeights *device, char *err, size_t err_size);
+
 // Memory helpers for tests, benchmarks and loaders (backend.h has no host-to-device copy).
 // Each waits until the copy is done. dst/src: device memory from be->alloc where named so.
 void cuda_to_device(Backend *be, void *dst_device, const void *src_host, size_t bytes);

@@ -25,6 +25,14 @@ bool cuda_weights_upload(Backend *be, const GptOssWeights *host, GptOssWeights *
   return false;
 }
 
+bool cuda_weights_dummy(Backend *be, const GptOssConfig *c, const WeightsOptions *o,
+                        GptOssWeights *device, char *err, size_t err_size) {
+  (void)be, (void)c, (void)o;
+  *device = (GptOssWeights){0};
+  snprintf(err, err_size, "%s", CUDA_STUB_MESSAGE);
+  return false;
+}
+
 void cuda_weights_free(Backend *be, GptOssWeights *device) {
   (void)be;
   *device = (GptOssWeights){0};

@@ -7,14 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cuda/cuda_internal.cuh"
-
-// What a device GptOssWeights' `owned` points at.
-struct CudaWeightsOwned {
-  void *device;           // the one allocation
-  LayerWeights *layers;   // [the shard's layers]
-  WeightMatrix *experts;  // [layers, 2, the shard's experts] mlp1 and mlp2 of every layer
-};
+#include "backend/cuda/cuda_weights.cuh"
 
 // One pass of the walk: base NULL sizes it; otherwise each piece is copied to base + offset.
 struct CudaUpload {
@@ -109,6 +102,37 @@ static void cuda_upload_walk(CudaUpload *u, const GptOssWeights *h, GptOssWeight
   cuda_upload_matrix(u, &h->unembedding, &d->unembedding, "unembedding", -1);
 }
 
+CudaWeightsOwned *cuda_weights_skeleton(GptOssWeights *device, bool with_layers) {
+  CudaWeightsOwned *o = (CudaWeightsOwned *)xcalloc(1, sizeof(*o));
+  device->owned = o;
+  if (!with_layers) return o;
+  const size_t L = (size_t)shard_num_layers(&device->shard);
+  const size_t E = (size_t)(device->shard.expert_end - device->shard.expert_begin);
+  o->layers = (LayerWeights *)xcalloc(L ? L : 1, sizeof(LayerWeights));
+  o->experts = (WeightMatrix *)xcalloc(L * 2 * E + 1, sizeof(WeightMatrix));
+  for (size_t l = 0; l < L; l++) {
+    o->layers[l].mlp1 = o->experts + (2 * l) * E;
+    o->layers[l].mlp2 = o->experts + (2 * l + 1) * E;
+  }
+  device->layers = o->layers;
+  return o;
+}
+
+bool cuda_weights_alloc(CudaState *st, CudaWeightsOwned *o, size_t bytes, char *err,
+                        size_t err_size) {
+  const size_t total = bytes ? bytes : 256;
+  cudaError_t e = cudaMalloc(&o->device, total);
+  if (e == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  o->device = NULL;
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) (void)cudaGetLastError();
+  snprintf(
+      err, err_size, "the weights need %.2f GiB of device memory and %s has %.2f GiB free (%s)",
+      (double)total / (1 << 30), st->name, (double)free_bytes / (1 << 30), cudaGetErrorString(e));
+  return false;
+}
+
 void cuda_weights_free(Backend *be, GptOssWeights *device) {
   CudaWeightsOwned *o = (CudaWeightsOwned *)device->owned;
   if (o) {
@@ -128,37 +152,14 @@ bool cuda_weights_upload(Backend *be, const GptOssWeights *host, GptOssWeights *
   *device = GptOssWeights{};
   device->config = *c;
   device->shard = host->shard;
-  CudaWeightsOwned *o = (CudaWeightsOwned *)xcalloc(1, sizeof(*o));
-  device->owned = o;
-  const size_t L = (size_t)shard_num_layers(&host->shard);
-  const size_t E = cuda_num_experts(host);
-  if (host->layers) {
-    o->layers = (LayerWeights *)xcalloc(L ? L : 1, sizeof(LayerWeights));
-    o->experts = (WeightMatrix *)xcalloc(L * 2 * E + 1, sizeof(WeightMatrix));
-    for (size_t l = 0; l < L; l++) {
-      o->layers[l].mlp1 = host->layers[l].mlp1 ? o->experts + (2 * l) * E : NULL;
-      o->layers[l].mlp2 = host->layers[l].mlp2 ? o->experts + (2 * l + 1) * E : NULL;
-    }
-    device->layers = o->layers;
+  CudaWeightsOwned *o = cuda_weights_skeleton(device, host->layers != NULL);
+  for (int l = 0; host->layers && l < shard_num_layers(&host->shard); l++) {
+    if (!host->layers[l].mlp1) o->layers[l].mlp1 = NULL;
+    if (!host->layers[l].mlp2) o->layers[l].mlp2 = NULL;
   }
   CudaUpload u = {st, NULL, 0, false, err, err_size};
   cuda_upload_walk(&u, host, device);  // sizes, refuses Q8
-  if (u.failed) goto fail;
-  {
-    const size_t total = u.offset ? u.offset : 256;
-    size_t free_bytes = 0, total_bytes = 0;
-    cudaError_t e = cudaMalloc(&o->device, total);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      o->device = NULL;
-      if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) (void)cudaGetLastError();
-      snprintf(err, err_size,
-               "the weights need %.2f GiB of device memory and %s has %.2f GiB free (%s)",
-               (double)total / (1 << 30), st->name, (double)free_bytes / (1 << 30),
-               cudaGetErrorString(e));
-      goto fail;
-    }
-  }
+  if (u.failed || !cuda_weights_alloc(st, o, u.offset, err, err_size)) goto fail;
   u = CudaUpload{st, (char *)o->device, 0, false, err, err_size};
   cuda_upload_walk(&u, host, device);
   if (u.failed) goto fail;
