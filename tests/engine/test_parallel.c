@@ -68,8 +68,8 @@ static void call_build(Call *c, const int *first, const int *count, uint32_t voc
 }
 
 // A runner and its KV cache; with warm_up, the warm-up step (dist/warm_up.h) runs first, for a
-// configuration of max_num_seqs 5 and max_model_len 40 (so 64 tokens over 5 sequences of 12 or 13,
-// positions wrapping at 40, block tables 3 blocks wide).
+// configuration of max_num_seqs 5 and max_model_len 40 (so 64 tokens over 5 sequences of 13, 13,
+// 13, 13 and 12 tokens, block tables 3 blocks wide).
 static Runner *runner_of_warmed(const char *model, const char *format, int tp, int pp,
                                 bool warm_up) {
   RunnerOptions o = {.model = model,
