@@ -47,7 +47,9 @@
 #        (openai/gpt-oss-20b), GPU_CHECK_WORKLOADS ("random sharegpt"), GPU_CHECK_BENCH_S (150:
 #        the most seconds one `gptoss-bench bench` run may take), GPU_CHECK_STEPS ("device ops golden sampling kernels serve": run
 #        only these; add ncu for the profiler), GPU_CHECK_NCU_KERNEL, GPU_CHECK_NCU_SHAPE,
-#        GPU_CHECK_NCU_COUNT (step 5b), and gpu-stage.sh's BUILD_ROOT, CUDA
+#        GPU_CHECK_NCU_COUNT (step 5b), GPU_CHECK_KEEP_GOING (1: a failed step does not skip the
+#        steps after it, e.g. to serve with GPTOSS_CUDA_MOE_KERNEL=tile when a new kernel's op
+#        test fails; the exit status still says it failed), and gpu-stage.sh's BUILD_ROOT, CUDA
 set -uo pipefail
 out=${1:?usage: scripts/gpu-check.sh OUTDIR}
 mkdir -p "$out"
@@ -83,11 +85,15 @@ elapsed() { echo $(( $(date +%s) - start )); }
 left() { local l=$(( budget - $(elapsed) )); [ "$l" -gt "$1" ] && l=$1; echo "$l"; }
 record() {  # step, result (PASS/FAIL/...), detail
   summary+=("$(printf '%-26s %-14s %s' "$1" "$2" "$3")")
-  if [ "$2" = FAIL ]; then failed=1; blocked=${blocked:-$1}; fi
+  if [ "$2" = FAIL ]; then
+    failed=1
+    [ "${GPU_CHECK_KEEP_GOING:-0}" = 1 ] || blocked=${blocked:-$1}
+  fi
   echo "gpu-check: $1: $2 $3"
 }
 wants() { [[ " $steps " == *" $1 "* ]]; }
-# True when a step may start: the one before passed, it needs a GPU only where there is one
+# True when a step may start: the ones before passed (or GPU_CHECK_KEEP_GOING=1), it needs a GPU
+# only where there is one
 # ($3 = gpu), and enough of the budget is left (at least $2 seconds).
 may_start() {
   if [ -n "$blocked" ]; then record "$1" skipped "after $blocked failed"; return 1; fi

@@ -5,7 +5,8 @@
 # the staged lib/ (none missing, none taken from this machine's Debian packages), that the engine
 # and gptoss-bench run from there, that `run.sh OUT` with GPU_RUN_DEVICE=cpu passes the golden step
 # on the CPU (the CUDA-only steps "skipped: no GPU") and packs its logs into OUT/gpu-check.tar.gz,
-# that the folder stays under the carry limit, and the errors for a bad BUILD_DIR, a bad
+# that a failed step skips the steps after it unless GPU_CHECK_KEEP_GOING=1, that the folder
+# stays under the carry limit, and the errors for a bad BUILD_DIR, a bad
 # GPU_STAGE_BASELINE and an over-size folder. Usage: gpu_stage.sh BUILD_DIR (TAP).
 set -u
 build=${1:?usage: gpu_stage.sh BUILD_DIR}
@@ -80,6 +81,22 @@ else
   tap_ok "without python3 the golden step says why it is skipped" grep -q 'python3 not found' "$tmp/out/summary.txt"
 fi
 tap_ok "run.sh prints the summary table" grep -q '^step  *result  *detail' "$tmp/run.log"
+
+# A failed step skips the ones after it, unless GPU_CHECK_KEEP_GOING=1. Here the device step
+# fails for want of a GPU (GPU_RUN_DEVICE left at cuda), and golden then runs or is skipped.
+gated() {  # keep-going value -> the summary's golden lines
+  (cd "$tmp" && GPU_CHECK_KEEP_GOING=$1 GPU_CHECK_STEPS="device golden" GPU_CHECK_BUDGET_S=60 \
+    "$dir/run.sh" "$tmp/gated$1") > /dev/null 2>&1
+  grep -E '^golden' "$tmp/gated$1/summary.txt"
+}
+if nvidia-smi -L > /dev/null 2>&1; then
+  echo "# skipped: GPU_CHECK_KEEP_GOING (a GPU is present: the device step passes)"
+elif command -v python3 > /dev/null; then
+  tap_ok "after a failed step the next is skipped, naming the failure" \
+    eval 'gated 0 | grep -qE "^golden +skipped +after device failed"'
+  tap_ok "with GPU_CHECK_KEEP_GOING=1 it runs all the same (and fails here: no GPU)" \
+    eval 'gated 1 | grep -qE "^golden-a-f32 +FAIL +generate failed"'
+fi
 
 fails_saying() {  # text, command...: the command fails and its output holds the text
   local text=$1; shift
