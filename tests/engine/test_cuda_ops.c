@@ -14,7 +14,10 @@
 //   exact     embed, gather_rows, copy_rows, kv_write, add, zero, alloc, upload_batch: copies,
 //             bit for bit (kv_write into a bf16 cache: the host's round-to-nearest-even of each
 //             value, bit for bit; attention over it is then compared with a CPU twin whose
-//             float32 cache holds those same rounded values, at the fp32 tolerance).
+//             float32 cache holds those same rounded values, at the fp32 tolerance; and with
+//             the tensor-core kernel, which takes the prefill sequences of 16 tokens or more
+//             with heads of 64 and rounds queries and probabilities to bf16, at the "moe"
+//             tolerance below).
 //   fp32      RMSNorm, RoPE, attention, F32 linear: both sides compute in float32 with other
 //             summation orders and libm vs CUDA expf/sinf/cosf (a few ulp): |d| <= 2e-5 + 1e-4
 //             |want| for O(1) values; linear: |d| <= 1e-6 + 2e-5 * sum_c |x_c w_c| per row.
@@ -50,6 +53,7 @@
 typedef struct {
   Backend *cpu;  // the twin: cpu_backend_create_portable
   Backend *gpu;
+  Backend *gpu_cuda_cores;  // GPTOSS_CUDA_ATTN_KERNEL=cuda-cores: attention on the CUDA cores only
 } Twins;
 
 // Without a device a GPU test prints why and returns. It does not call cmocka's skip(): cmocka
@@ -138,6 +142,15 @@ static int setup(void **state) {
     free(t);
     return -1;
   }
+  setenv("GPTOSS_CUDA_ATTN_KERNEL", "cuda-cores", 1);
+  t->gpu_cuda_cores = cuda_backend_create(0, err, sizeof err);
+  unsetenv("GPTOSS_CUDA_ATTN_KERNEL");
+  if (!t->gpu_cuda_cores) {
+    print_error("cuda_backend_create (cuda-cores): %s\n", err);
+    t->gpu->destroy(t->gpu);
+    free(t);
+    return -1;
+  }
   print_message("# device: %s\n", cuda_device_name(t->gpu));
   t->cpu = cpu_backend_create_portable(2);
   *state = t;
@@ -148,6 +161,7 @@ static int teardown(void **state) {
   Twins *t = *state;
   if (!t) return 0;
   t->gpu->destroy(t->gpu);
+  t->gpu_cuda_cores->destroy(t->gpu_cuda_cores);
   t->cpu->destroy(t->cpu);
   free(t);
   return 0;
@@ -173,6 +187,12 @@ static void test_no_device_is_reported(void **state) {
   print_message("# with GPTOSS_CUDA_MOE_KERNEL=widest: %s\n", err);
   if (!strstr(err, "built without CUDA"))
     assert_non_null(strstr(err, "GPTOSS_CUDA_MOE_KERNEL=widest: expected auto, tile or wide"));
+  setenv("GPTOSS_CUDA_ATTN_KERNEL", "flashy", 1);
+  assert_null(cuda_backend_create(0, err, sizeof err));
+  unsetenv("GPTOSS_CUDA_ATTN_KERNEL");
+  print_message("# with GPTOSS_CUDA_ATTN_KERNEL=flashy: %s\n", err);
+  if (!strstr(err, "built without CUDA"))
+    assert_non_null(strstr(err, "GPTOSS_CUDA_ATTN_KERNEL=flashy: expected auto or cuda-cores"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -529,7 +549,8 @@ static uint16_t *bf16_cache_of(const float *cache, size_t n) {
 // The case on both backends with the GPU's cache in dtype. A bf16 cache: the CPU twin's float32
 // cache gets K and V rounded to bf16 first, the GPU's kv_write gets them unrounded and must
 // store exactly those roundings (to nearest even); attention then reads the same values on both.
-static void check_attention_kv(Twins *t, const AttnCase *ac, uint64_t seed, KvDtype dtype) {
+static void check_attention_kv(Twins *t, Backend *gpu, const AttnCase *ac, uint64_t seed,
+                               KvDtype dtype) {
   Rng r = {seed};
   const int S = ac->num_seqs, bs = ac->block_size, hd = ac->head_dim;
   const int kv_dim = ac->num_kv_heads * hd, q_dim = ac->num_heads * hd;
@@ -611,15 +632,15 @@ static void check_attention_kv(Twins *t, const AttnCase *ac, uint64_t seed, KvDt
   t->cpu->attention(t->cpu, &a);
 
   // GPU.
-  KvCache dkv = kv_make(t->gpu, num_blocks, bs, ac->num_kv_heads, hd, dtype);
-  float *dk = dev_copy(t->gpu, k, (size_t)fill_n * stride * sizeof(float));
-  float *dv = dev_copy(t->gpu, v, (size_t)fill_n * stride * sizeof(float));
-  int64_t *dslots = dev_copy(t->gpu, fill_slots, (size_t)fill_n * sizeof(int64_t));
-  t->gpu->kv_write(t->gpu, &dkv, ATT_LAYER, dk, dv, stride, dslots, fill_n);
+  KvCache dkv = kv_make(gpu, num_blocks, bs, ac->num_kv_heads, hd, dtype);
+  float *dk = dev_copy(gpu, k, (size_t)fill_n * stride * sizeof(float));
+  float *dv = dev_copy(gpu, v, (size_t)fill_n * stride * sizeof(float));
+  int64_t *dslots = dev_copy(gpu, fill_slots, (size_t)fill_n * sizeof(int64_t));
+  gpu->kv_write(gpu, &dkv, ATT_LAYER, dk, dv, stride, dslots, fill_n);
   const size_t cache_n = (size_t)num_blocks * bs * kv_dim,
                cache_bytes = cache_n * kv_dtype_size(dtype);
-  void *got_k = host_copy(t->gpu, dkv.k[ATT_LAYER], cache_bytes);
-  void *got_v = host_copy(t->gpu, dkv.v[ATT_LAYER], cache_bytes);
+  void *got_k = host_copy(gpu, dkv.k[ATT_LAYER], cache_bytes);
+  void *got_v = host_copy(gpu, dkv.v[ATT_LAYER], cache_bytes);
   void *want_k = hkv.k[ATT_LAYER], *want_v = hkv.v[ATT_LAYER];
   if (dtype == KV_BF16)
     want_k = bf16_cache_of(hkv.k[ATT_LAYER], cache_n),
@@ -630,39 +651,54 @@ static void check_attention_kv(Twins *t, const AttnCase *ac, uint64_t seed, KvDt
   snprintf(what, sizeof what, "kv_write %s, %s cache: V", ac->name, kv_dtype_name(dtype));
   expect_equal(what, got_v, want_v, cache_bytes);
   if (dtype == KV_BF16) free(want_k), free(want_v);
-  float *dq = dev_copy(t->gpu, q, (size_t)num_new * q_stride * sizeof(float));
-  float *dsinks = dev_copy(t->gpu, sinks, (size_t)ac->num_heads * sizeof(float));
-  float *dout = t->gpu->alloc(t->gpu, (size_t)num_new * q_dim * sizeof(float));
+  float *dq = dev_copy(gpu, q, (size_t)num_new * q_stride * sizeof(float));
+  float *dsinks = dev_copy(gpu, sinks, (size_t)ac->num_heads * sizeof(float));
+  float *dout = gpu->alloc(gpu, (size_t)num_new * q_dim * sizeof(float));
   AttentionArgs da = {dq,
                       q_stride,
                       &dkv,
                       ATT_LAYER,
                       dsinks,
-                      t->gpu->upload_batch(t->gpu, &hb),
+                      gpu->upload_batch(gpu, &hb),
                       ac->num_heads,
                       ac->num_kv_heads,
                       hd,
                       ac->window,
                       scale,
                       dout};
-  t->gpu->attention(t->gpu, &da);
-  float *got = host_copy(t->gpu, dout, (size_t)num_new * q_dim * sizeof(float));
-  snprintf(what, sizeof what, "attention %s, %s cache", ac->name, kv_dtype_name(dtype));
-  expect_close(what, got, want, (size_t)num_new * q_dim, 2e-5, 1e-4, NULL, 1, 0);
+  gpu->attention(gpu, &da);
+  float *got = host_copy(gpu, dout, (size_t)num_new * q_dim * sizeof(float));
+  // The tensor-core kernel takes the sequences of 16 new tokens or more of a bf16 cache with heads
+  // of 64 (unless GPTOSS_CUDA_ATTN_KERNEL=cuda-cores): bf16 queries and probabilities.
+  bool tensor_cores = dtype == KV_BF16 && gpu == t->gpu && hd == 64;
+  bool any_long = false;
+  for (int s = 0; s < S; s++) any_long = any_long || ac->fresh[s] >= 16;
+  tensor_cores = tensor_cores && any_long;
+  snprintf(what, sizeof what, "attention %s, %s cache%s", ac->name, kv_dtype_name(dtype),
+           tensor_cores ? ", tensor cores" : "");
+  if (tensor_cores) {
+    double max_want = 0;
+    for (size_t i = 0; i < (size_t)num_new * q_dim; i++) max_want = fmax(max_want, fabs(want[i]));
+    expect_close(what, got, want, (size_t)num_new * q_dim, 1e-2 * max_want, 1e-2, NULL, 1, 1e-2);
+  } else {
+    expect_close(what, got, want, (size_t)num_new * q_dim, 2e-5, 1e-4, NULL, 1, 0);
+  }
 
   free(got), free(got_k), free(got_v), free(want);
-  t->gpu->free(t->gpu, dk), t->gpu->free(t->gpu, dv), t->gpu->free(t->gpu, dslots);
-  t->gpu->free(t->gpu, dq), t->gpu->free(t->gpu, dsinks), t->gpu->free(t->gpu, dout);
-  kv_release(t->gpu, &dkv);
+  gpu->free(gpu, dk), gpu->free(gpu, dv), gpu->free(gpu, dslots);
+  gpu->free(gpu, dq), gpu->free(gpu, dsinks), gpu->free(gpu, dout);
+  kv_release(gpu, &dkv);
   kv_release(t->cpu, &hkv);
   free(pool), free(tables), free(k), free(v), free(fill_slots), free(ids), free(pos), free(lens);
   free(qs), free(slots), free(q), free(sinks);
 }
 
-// The case with a float32 and with a bf16 GPU cache.
+// The case with a float32 GPU cache, and with a bf16 one both on the CUDA cores and with the
+// tensor-core kernel taking what it fits.
 static void check_attention(Twins *t, const AttnCase *ac, uint64_t seed) {
-  check_attention_kv(t, ac, seed, KV_F32);
-  check_attention_kv(t, ac, seed, KV_BF16);
+  check_attention_kv(t, t->gpu, ac, seed, KV_F32);
+  check_attention_kv(t, t->gpu_cuda_cores, ac, seed, KV_BF16);
+  check_attention_kv(t, t->gpu, ac, seed, KV_BF16);
 }
 
 static void test_attention_prefill(void **state) {
@@ -672,6 +708,10 @@ static void test_attention_prefill(void **state) {
       {"prefill 37, 8/2 heads of 64, full", 8, 2, 64, 0, 16, 1, {0}, {37}},
       {"prefill 40, 8/2 heads of 16, window 8", 8, 2, 16, 8, 16, 1, {0}, {40}},
       {"prefill 33, 4/4 heads of 32, window 1", 4, 4, 32, 1, 16, 1, {0}, {33}},
+      // The tensor-core kernel (bf16 cache): two head chunks of a group of 16, several 64-key
+      // chunks, a window that moves within a 16-token tile, and a chunk after a cached prefix.
+      {"prefill 150, 32/2 heads of 64, window 50", 32, 2, 64, 50, 16, 1, {0}, {150}},
+      {"chunk of 70 after 130 cached, 64/8 heads of 64, full", 64, 8, 64, 0, 16, 1, {130}, {70}},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_attention(*state, &cases[i], 500 + i);
@@ -940,7 +980,7 @@ static void test_moe_wide_forced(void **state) {
   Twins *t = *state;
   char err[512];
   setenv("GPTOSS_CUDA_MOE_KERNEL", "wide", 1);
-  Twins wide = {t->cpu, cuda_backend_create(0, err, sizeof err)};
+  Twins wide = {t->cpu, cuda_backend_create(0, err, sizeof err), NULL};
   unsetenv("GPTOSS_CUDA_MOE_KERNEL");
   if (!wide.gpu) print_error("cuda_backend_create: %s\n", err);
   assert_non_null(wide.gpu);

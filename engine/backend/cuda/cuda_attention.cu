@@ -16,7 +16,7 @@
 #include <cuda_bf16.h>
 
 #include "backend/cuda/cuda_async.cuh"
-#include "backend/cuda/cuda_internal.cuh"
+#include "backend/cuda/cuda_attention.cuh"
 
 #define ATT_THREADS 128
 #define ATT_WARPS (ATT_THREADS / 32)
@@ -24,20 +24,6 @@
 #define ATT_KEYS 32  // keys per chunk: one per lane
 // Query heads per block: ATT_ROWS rows over the tile's tokens.
 #define ATT_HEADS_PER_BLOCK (ATT_ROWS / CUDA_ATTN_TILE_TOKENS)
-
-struct CudaAttnParams {
-  const float *q;  // [num_tokens, q_stride]
-  int q_stride;
-  const void *k_cache, *v_cache;  // this layer's [num_slots, kv_dim], float or bf16
-  const float *sinks;             // [num_heads]
-  float *out;                     // [num_tokens, num_heads * head_dim]
-  const int32_t *positions;       // [num_tokens]
-  const int32_t *block_tables;    // [num_seqs, max_blocks]
-  int max_blocks, block_size;
-  const int4 *tiles;  // [num_tiles] {seq, first token, end token, 0}
-  int num_heads, group, head_dim, kv_dim, window;
-  float scale;
-};
 
 // Chunks in shared memory at once, for lane dimensions DPL (the largest heads take two).
 template <int DPL>
@@ -286,6 +272,7 @@ static void cuda_attention_dispatch(CudaState *st, const CudaAttnParams &p, dim3
   else
     cuda_attention_launch<KV, 8>(st, p, grid);
 }
+
 void cuda_attention(Backend *be, const AttentionArgs *a) {
   CudaState *st = cuda_enter(be);
   CudaProfileScope profile(st, CUDA_PROF_ATTENTION);
@@ -317,10 +304,18 @@ void cuda_attention(Backend *be, const AttentionArgs *a) {
   p.kv_dim = a->num_kv_heads * a->head_dim;
   p.window = a->sliding_window;
   p.scale = a->scale;
+  // The long sequences' flash tiles on the tensor cores where the call fits them; every other
+  // tile (all of them otherwise) here.
+  const bool flash = st->attn_kernel == CUDA_ATTN_KERNEL_AUTO && cuda_attention_flash_fits(a);
+  const int num_tiles = flash ? st->num_attn_short_tiles : st->num_attn_tiles;
   const int chunks = (p.group + ATT_HEADS_PER_BLOCK - 1) / ATT_HEADS_PER_BLOCK;
-  const dim3 grid((unsigned)st->num_attn_tiles, (unsigned)(a->num_kv_heads * chunks));
-  if (a->kv->dtype == KV_BF16)
+  const dim3 grid((unsigned)num_tiles, (unsigned)(a->num_kv_heads * chunks));
+  if (num_tiles > 0 && a->kv->dtype == KV_BF16)
     cuda_attention_dispatch<__nv_bfloat16>(st, p, grid);
-  else
+  else if (num_tiles > 0)
     cuda_attention_dispatch<float>(st, p, grid);
+  if (flash) {
+    p.tiles = st->attn_flash_tiles;
+    cuda_attention_flash_launch(st, p, st->num_attn_flash_tiles, a->num_kv_heads);
+  }
 }

@@ -193,9 +193,26 @@ static bool cuda_moe_kernel_from_env(CudaMoeKernel *kernel, char *err, size_t er
   return true;
 }
 
+// GPTOSS_CUDA_ATTN_KERNEL (unset: auto) into *kernel; false with the reason for another value.
+static bool cuda_attn_kernel_from_env(CudaAttnKernel *kernel, char *err, size_t err_size) {
+  const char *v = getenv("GPTOSS_CUDA_ATTN_KERNEL");
+  if (!v || !*v || !strcmp(v, "auto"))
+    *kernel = CUDA_ATTN_KERNEL_AUTO;
+  else if (!strcmp(v, "cuda-cores"))
+    *kernel = CUDA_ATTN_KERNEL_CUDA_CORES;
+  else {
+    snprintf(err, err_size, "GPTOSS_CUDA_ATTN_KERNEL=%s: expected auto or cuda-cores", v);
+    return false;
+  }
+  return true;
+}
+
 Backend *cuda_backend_create(int device, char *err, size_t err_size) {
   CudaMoeKernel moe_kernel;
-  if (!cuda_moe_kernel_from_env(&moe_kernel, err, err_size)) return NULL;
+  CudaAttnKernel attn_kernel;
+  if (!cuda_moe_kernel_from_env(&moe_kernel, err, err_size) ||
+      !cuda_attn_kernel_from_env(&attn_kernel, err, err_size))
+    return NULL;
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
@@ -212,6 +229,7 @@ Backend *cuda_backend_create(int device, char *err, size_t err_size) {
   CudaState *st = (CudaState *)xcalloc(1, sizeof(*st));
   st->device = device;
   st->moe_kernel = moe_kernel;
+  st->attn_kernel = attn_kernel;
   cudaDeviceProp prop;
   cublasStatus_t cs;
   CUDA_TRY(cudaSetDevice(device), err, err_size);

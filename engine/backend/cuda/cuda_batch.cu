@@ -1,7 +1,11 @@
 // cuda_batch.cu: upload_batch: the Batch's index arrays packed into one pinned staging buffer
-// and copied to the device in one transfer, with the attention work tiles (runs of up to
-// CUDA_ATTN_TILE_TOKENS tokens of one sequence) cut on the host alongside. The returned Batch
-// lives in the backend state and points into device memory until the next call. Computes no op.
+// and copied to the device in one transfer, with the attention work tiles cut on the host
+// alongside: runs of up to CUDA_ATTN_TILE_TOKENS tokens of one sequence (the sequences with
+// fewer than CUDA_ATTN_FLASH_MIN_TOKENS new tokens first), and runs of CUDA_ATTN_FLASH_TOKENS of
+// the others for the tensor-core kernel. The buffers are sized for the most tiles the batch's
+// token and sequence counts allow, so the warm-up step (dist/warm_up.h) reaches their peak. The
+// returned Batch lives in the backend state and points into device memory until the next call.
+// Computes no op.
 #include <string.h>
 
 #include "backend/cuda/cuda_internal.cuh"
@@ -16,25 +20,38 @@ void cuda_batch_free(CudaState *st) {
   st->batch_host = st->batch_dev = CudaBuffer{};
 }
 
-// Number of attention tiles of a batch: each sequence's tokens in runs of CUDA_ATTN_TILE_TOKENS.
-static int cuda_batch_num_tiles(const Batch *b) {
-  int n = 0;
-  for (int s = 0; s < b->num_seqs; s++) {
-    const int len = b->query_start[s + 1] - b->query_start[s];
-    n += (len + CUDA_ATTN_TILE_TOKENS - 1) / CUDA_ATTN_TILE_TOKENS;
-  }
-  return n;
+// Whether sequence s's tokens are also cut into flash tiles.
+static bool cuda_batch_long(const Batch *b, int s) {
+  return b->query_start[s + 1] - b->query_start[s] >= CUDA_ATTN_FLASH_MIN_TOKENS;
 }
 
-// Writes the tiles {seq, first token, end token, 0}.   tiles: [cuda_batch_num_tiles(b)]
-static void cuda_batch_tiles(const Batch *b, int4 *tiles) {
-  int n = 0;
+// Appends sequence s's tiles of up to `tokens` tokens at tiles[*n] (tiles NULL: counts them).
+static void cuda_batch_cut(const Batch *b, int s, int tokens, int4 *tiles, int *n) {
+  for (int t = b->query_start[s]; t < b->query_start[s + 1]; t += tokens, (*n)++)
+    if (tiles) tiles[*n] = make_int4(s, t, min(t + tokens, b->query_start[s + 1]), 0);
+}
+
+// The batch's tiles: tiles4 [*n4] {seq, first token, end token, 0} of up to
+// CUDA_ATTN_TILE_TOKENS, the short sequences' (*n_short of them) before the long ones'; flash
+// [*n_flash] the long sequences' of up to CUDA_ATTN_FLASH_TOKENS. NULL arrays: counts only.
+static void cuda_batch_tiles(const Batch *b, int4 *tiles4, int4 *flash, int *n4, int *n_short,
+                             int *n_flash) {
+  *n4 = *n_flash = 0;
+  for (int pass = 0; pass < 2; pass++) {  // short sequences, then long ones
+    if (pass == 1) *n_short = *n4;
+    for (int s = 0; s < b->num_seqs; s++)
+      if (cuda_batch_long(b, s) == (pass == 1))
+        cuda_batch_cut(b, s, CUDA_ATTN_TILE_TOKENS, tiles4, n4);
+  }
   for (int s = 0; s < b->num_seqs; s++)
-    for (int t = b->query_start[s]; t < b->query_start[s + 1]; t += CUDA_ATTN_TILE_TOKENS) {
-      const int end = t + CUDA_ATTN_TILE_TOKENS < b->query_start[s + 1] ? t + CUDA_ATTN_TILE_TOKENS
-                                                                        : b->query_start[s + 1];
-      tiles[n++] = make_int4(s, t, end, 0);
-    }
+    if (cuda_batch_long(b, s)) cuda_batch_cut(b, s, CUDA_ATTN_FLASH_TOKENS, flash, n_flash);
+}
+
+// The most tiles of each kind T tokens of S sequences can make (each tile holds at least one
+// token; a sequence's first 4-token tile may hold just one): the buffers' size.
+static size_t cuda_batch_max_tiles(size_t T, size_t S) {
+  return S + (T > S ? (T - S + CUDA_ATTN_TILE_TOKENS - 1) / CUDA_ATTN_TILE_TOKENS : 0) +
+         T / CUDA_ATTN_FLASH_MIN_TOKENS + 1;
 }
 
 // One array of the batch: its host source, its bytes, and where its device copy's pointer goes.
@@ -49,7 +66,10 @@ const Batch *cuda_upload_batch(Backend *be, const Batch *host) {
   CudaProfileScope profile(st, CUDA_PROF_UPLOAD);
   CHECK(host->num_seqs >= 0 && host->num_tokens >= 0 && host->num_logits >= 0);
   const size_t T = (size_t)host->num_tokens, S = (size_t)host->num_seqs;
-  const int num_tiles = host->query_start ? cuda_batch_num_tiles(host) : 0;  // none without it
+  int n4 = 0, n_short = 0, n_flash = 0;  // none without query starts
+  if (host->query_start) cuda_batch_tiles(host, NULL, NULL, &n4, &n_short, &n_flash);
+  const size_t max_tiles = host->query_start ? cuda_batch_max_tiles(T, S) : 0;
+  CHECK((size_t)(n4 + n_flash) <= max_tiles);
   Batch *d = &st->batch;
   *d = *host;
   const void *tiles_ptr = NULL;
@@ -63,7 +83,7 @@ const Batch *cuda_upload_batch(Backend *be, const Batch *host) {
        (const void **)&d->block_tables},
       {host->logits_indices, (size_t)host->num_logits * sizeof(int32_t),
        (const void **)&d->logits_indices},
-      {NULL, (size_t)num_tiles * sizeof(int4), &tiles_ptr},  // filled in place below
+      {NULL, max_tiles * sizeof(int4), &tiles_ptr},  // cut in place below
   };
   const int num_arrays = (int)(sizeof arrays / sizeof arrays[0]);
   size_t total = 0;
@@ -81,8 +101,8 @@ const Batch *cuda_upload_batch(Backend *be, const Batch *host) {
       *a->dst = NULL;
       continue;
     }
-    if (is_tiles && num_tiles > 0)
-      cuda_batch_tiles(host, (int4 *)(h + off));
+    if (is_tiles && max_tiles > 0)
+      cuda_batch_tiles(host, (int4 *)(h + off), (int4 *)(h + off) + n4, &n4, &n_short, &n_flash);
     else if (a->bytes)
       memcpy(h + off, a->src, a->bytes);
     *a->dst = dev + off;
@@ -91,6 +111,9 @@ const Batch *cuda_upload_batch(Backend *be, const Batch *host) {
   if (off) CUDA_CHECK(cudaMemcpyAsync(dev, h, off, cudaMemcpyHostToDevice, st->stream));
   CUDA_CHECK(cudaEventRecord(st->batch_copied, st->stream));
   st->attn_tiles = (const int4 *)tiles_ptr;
-  st->num_attn_tiles = num_tiles;
+  st->num_attn_tiles = n4;
+  st->num_attn_short_tiles = n_short;
+  st->attn_flash_tiles = st->attn_tiles ? st->attn_tiles + n4 : NULL;
+  st->num_attn_flash_tiles = n_flash;
   return d;
 }

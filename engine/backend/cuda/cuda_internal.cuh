@@ -87,17 +87,25 @@ enum CudaProfileOp {
 struct CudaProfile;
 
 // Query tokens per attention work tile: a tile is up to this many consecutive tokens of one
-// sequence (upload_batch cuts them, cuda_attention.cu reads them).
+// sequence (upload_batch cuts them, cuda_attention.cu reads them). A sequence with at least
+// CUDA_ATTN_FLASH_MIN_TOKENS new tokens is also cut into tiles of CUDA_ATTN_FLASH_TOKENS for the
+// tensor-core kernel (cuda_attention_flash.cu), where the call fits it.
 #define CUDA_ATTN_TILE_TOKENS 4
+#define CUDA_ATTN_FLASH_TOKENS 16
+#define CUDA_ATTN_FLASH_MIN_TOKENS 16
 
 // Which grouped MXFP4 expert kernel the MoE op runs (GPTOSS_CUDA_MOE_KERNEL, read at create:
 // auto by the call's pairs per expert, cuda_moe.cu; tile or wide for every call that fits it, to
 // measure one against the other on the same shapes).
 enum CudaMoeKernel { CUDA_MOE_KERNEL_AUTO, CUDA_MOE_KERNEL_TILE, CUDA_MOE_KERNEL_WIDE };
+// Whether prefill sequences may take the tensor-core attention kernel (GPTOSS_CUDA_ATTN_KERNEL:
+// auto, where the call fits it; cuda-cores: every tile on the float32 kernel).
+enum CudaAttnKernel { CUDA_ATTN_KERNEL_AUTO, CUDA_ATTN_KERNEL_CUDA_CORES };
 
 struct CudaState {
   int device;
   CudaMoeKernel moe_kernel;
+  CudaAttnKernel attn_kernel;
   char name[256];
   cudaStream_t stream;  // every op runs on it, in order
   cublasHandle_t cublas;
@@ -107,8 +115,12 @@ struct CudaState {
   CudaBuffer batch_host, batch_dev;
   cudaEvent_t batch_copied;
   Batch batch;
-  const int4 *attn_tiles;  // device: [num_attn_tiles] {seq, first token, end token, 0}
-  int num_attn_tiles;
+  // device: [num_attn_tiles] {seq, first token, end token, 0}, the sequences with fewer than
+  // CUDA_ATTN_FLASH_MIN_TOKENS new tokens first (num_attn_short_tiles of them)
+  const int4 *attn_tiles;
+  int num_attn_tiles, num_attn_short_tiles;
+  const int4 *attn_flash_tiles;  // device: [num_attn_flash_tiles] the others' flash tiles
+  int num_attn_flash_tiles;
   // sample: the rows' parameters and the sampled ids, staged (pinned) and on the device
   CudaBuffer sample_host, sample_dev;
   CudaProfile *profile;  // NULL unless GPTOSS_CUDA_PROFILE=1

@@ -32,4 +32,13 @@ static __device__ __forceinline__ void cuda_ldmatrix_x4(uint32_t (&r)[4], const 
                : "r"(at));
 }
 
+// The same four matrices transposed: r[i] is this lane's pair of matrix i's column l / 4, rows
+// 2 (l % 4) and + 1 (the B fragment of a product whose k runs along the stored rows).
+static __device__ __forceinline__ void cuda_ldmatrix_x4_trans(uint32_t (&r)[4], const void *row) {
+  const unsigned at = (unsigned)__cvta_generic_to_shared(row);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(at));
+}
+
 #endif
