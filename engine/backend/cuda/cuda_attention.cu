@@ -22,8 +22,8 @@
 #define ATT_WARPS (ATT_THREADS / 32)
 #define ATT_ROWS 32  // query rows per block
 #define ATT_KEYS 32  // keys per chunk: one per lane
-// Query heads per block: ATT_ROWS rows over the tile's tokens.
-#define ATT_HEADS_PER_BLOCK (ATT_ROWS / CUDA_ATTN_TILE_TOKENS)
+#define ATT_HEADS_PER_BLOCK CUDA_ATTN_HEADS_PER_BLOCK
+static_assert(ATT_ROWS == ATT_HEADS_PER_BLOCK * CUDA_ATTN_TILE_TOKENS, "a block's rows");
 
 // Chunks in shared memory at once, for lane dimensions DPL (the largest heads take two).
 template <int DPL>
@@ -97,7 +97,8 @@ static __device__ __forceinline__ void cuda_load_dims(const KV *src, float (&v)[
 // One tile's rows; RPW: rows per warp (nrows <= ATT_WARPS * RPW). DPL: output dimensions per
 // lane (head_dim <= 32 * DPL).
 template <typename KV, int DPL, int RPW>
-static __device__ __forceinline__ void cuda_attention_tile(const CudaAttnParams &p, float *smem) {
+static __device__ __forceinline__ void cuda_attention_tile(const CudaAttnParams &p,
+                                                           const CudaAttnBlock &blk, float *smem) {
   constexpr int STAGES = AttStages<DPL>::value;
   const int hd = p.head_dim, stride = hd + 4, q4 = hd / 4;
   float *Qs = smem;  // [ATT_ROWS, stride]
@@ -105,26 +106,14 @@ static __device__ __forceinline__ void cuda_attention_tile(const CudaAttnParams 
   KV *chunks = (KV *)(Qs + ATT_ROWS * stride);
   const KV *k_cache = (const KV *)p.k_cache, *v_cache = (const KV *)p.v_cache;
 
-  const int4 tile = p.tiles[blockIdx.x];
-  const int s = tile.x, t0 = tile.y, ntok = tile.z - tile.y;
-  const int head_chunks = (p.group + ATT_HEADS_PER_BLOCK - 1) / ATT_HEADS_PER_BLOCK;
-  const int kvh = blockIdx.y / head_chunks;
-  const int h_begin = (blockIdx.y % head_chunks) * ATT_HEADS_PER_BLOCK;
-  const int gh = min(ATT_HEADS_PER_BLOCK, p.group - h_begin);  // query heads in this block
-  const int nrows = ntok * gh;  // row r: token t0 + r / gh, head kvh * group + h_begin + r % gh
+  const int s = blk.s, t0 = blk.t0, kvh = blk.kvh, h_begin = blk.h_begin, gh = blk.gh;
+  const int nrows = blk.nrows, kmin = blk.kmin, kmax = blk.kmax;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
   for (int idx = threadIdx.x; idx < nrows * hd; idx += ATT_THREADS) {
     const int r = idx / hd, d = idx % hd;
     const int t = t0 + r / gh, h = kvh * p.group + h_begin + r % gh;
     Qs[r * stride + d] = p.q[(int64_t)t * p.q_stride + h * hd + d];
-  }
-  // The keys any row of the tile sees: [kmin, kmax].
-  int kmin = INT32_MAX, kmax = -1;
-  for (int i = 0; i < ntok; i++) {
-    const int pos = p.positions[t0 + i];
-    kmin = min(kmin, p.window > 0 ? max(0, pos - p.window + 1) : 0);
-    kmax = max(kmax, pos);
   }
   const int num_chunks = kmax >= kmin ? (kmax - kmin) / ATT_KEYS + 1 : 0;
 
@@ -236,18 +225,27 @@ static __device__ __forceinline__ void cuda_attention_tile(const CudaAttnParams 
   }
 }
 
+// Blocks per SM the compiler must allow for (__launch_bounds__): left to it for a float32 cache
+// (112-180 registers, no spills: ptxas -v); 1 for a bf16 cache, which it otherwise squeezes into
+// 128 registers with spills (heads of 64: 155 registers without, 3 blocks an SM).
+template <typename KV>
+struct AttMinBlocks {
+  static constexpr int value = 0;
+};
+template <>
+struct AttMinBlocks<__nv_bfloat16> {
+  static constexpr int value = 1;
+};
+
 template <typename KV, int DPL>
-__global__ void __launch_bounds__(ATT_THREADS)
+__global__ void __launch_bounds__(ATT_THREADS, AttMinBlocks<KV>::value)
     cuda_attention_kernel(const __grid_constant__ CudaAttnParams p) {
   extern __shared__ float4 att_smem[];
-  const int4 tile = p.tiles[blockIdx.x];
-  const int head_chunks = (p.group + ATT_HEADS_PER_BLOCK - 1) / ATT_HEADS_PER_BLOCK;
-  const int h_begin = (blockIdx.y % head_chunks) * ATT_HEADS_PER_BLOCK;
-  const int nrows = (tile.z - tile.y) * min(ATT_HEADS_PER_BLOCK, p.group - h_begin);
-  if (nrows <= 2 * ATT_WARPS)  // a decode tile of up to 8 heads
-    cuda_attention_tile<KV, DPL, 2>(p, (float *)att_smem);
+  const CudaAttnBlock blk = cuda_attn_block(p);
+  if (blk.nrows <= 2 * ATT_WARPS)  // a decode tile of up to 8 heads
+    cuda_attention_tile<KV, DPL, 2>(p, blk, (float *)att_smem);
   else
-    cuda_attention_tile<KV, DPL, ATT_ROWS / ATT_WARPS>(p, (float *)att_smem);
+    cuda_attention_tile<KV, DPL, ATT_ROWS / ATT_WARPS>(p, blk, (float *)att_smem);
 }
 
 template <typename KV, int DPL>

@@ -21,6 +21,34 @@ struct CudaAttnParams {
   float scale;
 };
 
+// Query heads per thread block of either kernel (of one KV head's group).
+#define CUDA_ATTN_HEADS_PER_BLOCK 8
+
+// A block's work: tile blockIdx.x's tokens t0 .. t0 + ntok of sequence s, and blockIdx.y's KV
+// head and chunk of its query heads; row r is token t0 + r / gh, head kvh * group + h_begin +
+// r % gh. The keys any of its rows sees are [kmin, kmax] (causal, and the window).
+struct CudaAttnBlock {
+  int s, t0, ntok, kvh, h_begin, gh, nrows, kmin, kmax;
+};
+
+static __device__ __forceinline__ CudaAttnBlock cuda_attn_block(const CudaAttnParams &p) {
+  const int4 tile = p.tiles[blockIdx.x];
+  const int head_chunks = (p.group + CUDA_ATTN_HEADS_PER_BLOCK - 1) / CUDA_ATTN_HEADS_PER_BLOCK;
+  CudaAttnBlock b;
+  b.s = tile.x, b.t0 = tile.y, b.ntok = tile.z - tile.y;
+  b.kvh = blockIdx.y / head_chunks;
+  b.h_begin = (blockIdx.y % head_chunks) * CUDA_ATTN_HEADS_PER_BLOCK;
+  b.gh = min(CUDA_ATTN_HEADS_PER_BLOCK, p.group - b.h_begin);
+  b.nrows = b.ntok * b.gh;
+  b.kmin = INT32_MAX, b.kmax = -1;
+  for (int i = 0; i < b.ntok; i++) {
+    const int pos = p.positions[b.t0 + i];
+    b.kmin = min(b.kmin, p.window > 0 ? max(0, pos - p.window + 1) : 0);
+    b.kmax = max(b.kmax, pos);
+  }
+  return b;
+}
+
 // Whether the flash kernel takes this call's prefill sequences (a bf16 cache, heads of 64).
 bool cuda_attention_flash_fits(const AttentionArgs *a);
 // The flash kernel over num_tiles tiles of up to CUDA_ATTN_FLASH_TOKENS tokens (p.tiles).

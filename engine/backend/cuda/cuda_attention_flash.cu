@@ -20,7 +20,7 @@
 #include "backend/cuda/cuda_mma.cuh"
 
 #define FA_D 64                                           // head dimension
-#define FA_HEADS 8                                        // query heads per block
+#define FA_HEADS CUDA_ATTN_HEADS_PER_BLOCK                // query heads per block
 #define FA_WARPS 8                                        // 16 rows each
 #define FA_THREADS (32 * FA_WARPS)                        //
 #define FA_KEYS 64                                        // keys per chunk
@@ -37,7 +37,7 @@ struct CudaFlashStage {
 
 static __device__ __forceinline__ int fa_piece(int row, int p) { return p ^ (row & 7); }
 
-// The 2 floats at src as a bf16x2 word (the lower address in the low half).
+// lo and hi rounded to bf16, as one word (lo in the low half: the lower address).
 static __device__ __forceinline__ uint32_t fa_bf16x2(float lo, float hi) {
   const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
   return *(const uint32_t *)&h;
@@ -56,24 +56,13 @@ static __device__ __forceinline__ float fa_quad_sum(float v) {
 __global__ void __launch_bounds__(FA_THREADS)
     cuda_attention_flash_kernel(const __grid_constant__ CudaAttnParams p) {
   __shared__ __align__(128) CudaFlashStage stages[2];
-  const int4 tile = p.tiles[blockIdx.x];
-  const int s = tile.x, t0 = tile.y, ntok = tile.z - tile.y;
-  const int head_chunks = (p.group + FA_HEADS - 1) / FA_HEADS;
-  const int kvh = blockIdx.y / head_chunks;
-  const int h_begin = (blockIdx.y % head_chunks) * FA_HEADS;
-  const int gh = min(FA_HEADS, p.group - h_begin);  // query heads in this block
-  const int nrows = ntok * gh;  // row r: token t0 + r / gh, head kvh * group + h_begin + r % gh
+  const CudaAttnBlock blk = cuda_attn_block(p);
+  const int s = blk.s, t0 = blk.t0, kvh = blk.kvh, h_begin = blk.h_begin, gh = blk.gh;
+  const int nrows = blk.nrows, kmin = blk.kmin, kmax = blk.kmax;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, gq = lane / 4, q = lane % 4;
   const __nv_bfloat16 *k_cache = (const __nv_bfloat16 *)p.k_cache;
   const __nv_bfloat16 *v_cache = (const __nv_bfloat16 *)p.v_cache;
 
-  // The keys any row of the tile sees: [kmin, kmax].
-  int kmin = INT32_MAX, kmax = -1;
-  for (int i = 0; i < ntok; i++) {
-    const int pos = p.positions[t0 + i];
-    kmin = min(kmin, p.window > 0 ? max(0, pos - p.window + 1) : 0);
-    kmax = max(kmax, pos);
-  }
   const int num_chunks = kmax >= kmin ? (kmax - kmin) / FA_KEYS + 1 : 0;
   const int32_t *blocks = p.block_tables + (int64_t)s * p.max_blocks;  // [max_blocks]
   const int64_t head_off = (int64_t)kvh * FA_D;
@@ -212,7 +201,7 @@ __global__ void __launch_bounds__(FA_THREADS)
 }
 
 bool cuda_attention_flash_fits(const AttentionArgs *a) {
-  return a->kv->dtype == KV_BF16 && a->head_dim == FA_D && a->num_kv_heads * FA_D % 8 == 0;
+  return a->kv->dtype == KV_BF16 && a->head_dim == FA_D;
 }
 
 void cuda_attention_flash_launch(CudaState *st, const CudaAttnParams &p, int num_tiles,
