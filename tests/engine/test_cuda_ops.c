@@ -15,9 +15,9 @@
 //             bit for bit (kv_write into a bf16 cache: the host's round-to-nearest-even of each
 //             value, bit for bit; attention over it is then compared with a CPU twin whose
 //             float32 cache holds those same rounded values, at the fp32 tolerance; and with
-//             the tensor-core kernel, which takes the prefill sequences of 16 tokens or more
-//             with heads of 64 and rounds queries and probabilities to bf16, at the "moe"
-//             tolerance below).
+//             the tensor-core kernels, which take a bf16 cache with heads of 64 (prefill and
+//             decode) and round queries and probabilities to bf16, at the "moe" tolerance
+//             below).
 //   fp32      RMSNorm, RoPE, attention, F32 linear: both sides compute in float32 with other
 //             summation orders and libm vs CUDA expf/sinf/cosf (a few ulp): |d| <= 2e-5 + 1e-4
 //             |want| for O(1) values; linear: |d| <= 1e-6 + 2e-5 * sum_c |x_c w_c| per row.
@@ -668,12 +668,9 @@ static void check_attention_kv(Twins *t, Backend *gpu, const AttnCase *ac, uint6
                       dout};
   gpu->attention(gpu, &da);
   float *got = host_copy(gpu, dout, (size_t)num_new * q_dim * sizeof(float));
-  // The tensor-core kernel takes the sequences of 16 new tokens or more of a bf16 cache with heads
-  // of 64 (unless GPTOSS_CUDA_ATTN_KERNEL=cuda-cores): bf16 queries and probabilities.
-  bool tensor_cores = dtype == KV_BF16 && gpu == t->gpu && hd == 64;
-  bool any_long = false;
-  for (int s = 0; s < S; s++) any_long = any_long || ac->fresh[s] >= 16;
-  tensor_cores = tensor_cores && any_long;
+  // The tensor-core kernels take a bf16 cache with heads of 64 (unless GPTOSS_CUDA_ATTN_KERNEL=
+  // cuda-cores): bf16 queries and probabilities.
+  const bool tensor_cores = dtype == KV_BF16 && gpu == t->gpu && hd == 64;
   snprintf(what, sizeof what, "attention %s, %s cache%s", ac->name, kv_dtype_name(dtype),
            tensor_cores ? ", tensor cores" : "");
   if (tensor_cores) {
@@ -693,8 +690,8 @@ static void check_attention_kv(Twins *t, Backend *gpu, const AttnCase *ac, uint6
   free(qs), free(slots), free(q), free(sinks);
 }
 
-// The case with a float32 GPU cache, and with a bf16 one both on the CUDA cores and with the
-// tensor-core kernel taking what it fits.
+// The case with a float32 GPU cache, and with a bf16 one both on the CUDA cores and on the
+// tensor cores (heads of 64).
 static void check_attention(Twins *t, const AttnCase *ac, uint64_t seed) {
   check_attention_kv(t, t->gpu, ac, seed, KV_F32);
   check_attention_kv(t, t->gpu_cuda_cores, ac, seed, KV_BF16);
@@ -708,8 +705,8 @@ static void test_attention_prefill(void **state) {
       {"prefill 37, 8/2 heads of 64, full", 8, 2, 64, 0, 16, 1, {0}, {37}},
       {"prefill 40, 8/2 heads of 16, window 8", 8, 2, 16, 8, 16, 1, {0}, {40}},
       {"prefill 33, 4/4 heads of 32, window 1", 4, 4, 32, 1, 16, 1, {0}, {33}},
-      // The tensor-core kernel (bf16 cache): two head chunks of a group of 16, several 64-key
-      // chunks, a window that moves within a 16-token tile, and a chunk after a cached prefix.
+      // The tensor-core prefill kernel (bf16 cache): two head chunks of a group of 16, several
+      // 64-key chunks, a window that moves within a 16-token tile, a chunk after a prefix.
       {"prefill 150, 32/2 heads of 64, window 50", 32, 2, 64, 50, 16, 1, {0}, {150}},
       {"chunk of 70 after 130 cached, 64/8 heads of 64, full", 64, 8, 64, 0, 16, 1, {130}, {70}},
   };
@@ -762,6 +759,11 @@ static void test_attention_groups_and_dims(void **state) {
       {"group 1, heads of 256, window 5", 4, 4, 256, 5, 16, 2, {0, 11}, {13, 2}},
       {"group 4, heads of 16, blocks of 1", 8, 2, 16, 0, 1, 3, {3, 0, 8}, {1, 6, 2}},
       {"group 8, heads of 64, window 1000 beyond the keys", 16, 2, 64, 1000, 16, 1, {50}, {10}},
+      // Heads of 64 on the tensor cores (bf16 cache): groups of 1, 3 and 16, decode tiles of
+      // 1-4 tokens (up to 32 rows: two m16 tiles a warp), blocks of 8.
+      {"group 1, heads of 64, blocks of 8", 4, 4, 64, 0, 8, 3, {70, 0, 9}, {3, 4, 1}},
+      {"group 3, heads of 64, window 20", 6, 2, 64, 20, 16, 2, {45, 100}, {4, 2}},
+      {"group 16 (two head chunks), heads of 64", 32, 2, 64, 0, 16, 2, {200, 17}, {1, 4}},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_attention(*state, &cases[i], 700 + i);

@@ -302,18 +302,18 @@ void cuda_attention(Backend *be, const AttentionArgs *a) {
   p.kv_dim = a->num_kv_heads * a->head_dim;
   p.window = a->sliding_window;
   p.scale = a->scale;
-  // The long sequences' flash tiles on the tensor cores where the call fits them; every other
-  // tile (all of them otherwise) here.
-  const bool flash = st->attn_kernel == CUDA_ATTN_KERNEL_AUTO && cuda_attention_flash_fits(a);
-  const int num_tiles = flash ? st->num_attn_short_tiles : st->num_attn_tiles;
-  const int chunks = (p.group + ATT_HEADS_PER_BLOCK - 1) / ATT_HEADS_PER_BLOCK;
-  const dim3 grid((unsigned)num_tiles, (unsigned)(a->num_kv_heads * chunks));
-  if (num_tiles > 0 && a->kv->dtype == KV_BF16)
-    cuda_attention_dispatch<__nv_bfloat16>(st, p, grid);
-  else if (num_tiles > 0)
-    cuda_attention_dispatch<float>(st, p, grid);
-  if (flash) {
+  // On the tensor cores where the call fits them: the short sequences' tiles by the decode
+  // kernel, the long ones' flash tiles by the prefill kernel. Otherwise every tile here.
+  if (st->attn_kernel == CUDA_ATTN_KERNEL_AUTO && cuda_attention_flash_fits(a)) {
+    cuda_attention_flash_decode_launch(st, p, st->num_attn_short_tiles, a->num_kv_heads);
     p.tiles = st->attn_flash_tiles;
     cuda_attention_flash_launch(st, p, st->num_attn_flash_tiles, a->num_kv_heads);
+    return;
   }
+  const int chunks = (p.group + ATT_HEADS_PER_BLOCK - 1) / ATT_HEADS_PER_BLOCK;
+  const dim3 grid((unsigned)st->num_attn_tiles, (unsigned)(a->num_kv_heads * chunks));
+  if (a->kv->dtype == KV_BF16)
+    cuda_attention_dispatch<__nv_bfloat16>(st, p, grid);
+  else
+    cuda_attention_dispatch<float>(st, p, grid);
 }

@@ -1,7 +1,7 @@
-// cuda_attention.cuh: what the attention op's two kernels share (cuda_attention.cu: float32 on
-// the CUDA cores, any cache and head size; cuda_attention_flash.cu: tensor cores for the prefill
-// sequences of a bf16 cache with heads of 64): the kernel parameters and the flash kernel's
-// entry points. Not for use outside engine/backend/cuda.
+// cuda_attention.cuh: what the attention op's kernels share (cuda_attention.cu: float32 on the
+// CUDA cores, any cache and head size; cuda_attention_flash.cu: tensor cores, prefill and
+// decode, for a bf16 cache with heads of 64): the kernel parameters, a block's work, and the
+// tensor-core kernels' entry points. Not for use outside engine/backend/cuda.
 #ifndef GE_BACKEND_CUDA_CUDA_ATTENTION_CUH
 #define GE_BACKEND_CUDA_CUDA_ATTENTION_CUH
 
@@ -49,10 +49,13 @@ static __device__ __forceinline__ CudaAttnBlock cuda_attn_block(const CudaAttnPa
   return b;
 }
 
-// Whether the flash kernel takes this call's prefill sequences (a bf16 cache, heads of 64).
+// Whether the tensor-core kernels take this call (a bf16 cache, heads of 64).
 bool cuda_attention_flash_fits(const AttentionArgs *a);
-// The flash kernel over num_tiles tiles of up to CUDA_ATTN_FLASH_TOKENS tokens (p.tiles).
+// The prefill kernel over num_tiles tiles of up to CUDA_ATTN_FLASH_TOKENS tokens (p.tiles).
 void cuda_attention_flash_launch(CudaState *st, const CudaAttnParams &p, int num_tiles,
                                  int num_kv_heads);
+// The decode kernel over num_tiles tiles of up to CUDA_ATTN_TILE_TOKENS tokens (p.tiles).
+void cuda_attention_flash_decode_launch(CudaState *st, const CudaAttnParams &p, int num_tiles,
+                                        int num_kv_heads);
 
 #endif

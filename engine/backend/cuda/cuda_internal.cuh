@@ -89,7 +89,7 @@ struct CudaProfile;
 // Query tokens per attention work tile: a tile is up to this many consecutive tokens of one
 // sequence (upload_batch cuts them, cuda_attention.cu reads them). A sequence with at least
 // CUDA_ATTN_FLASH_MIN_TOKENS new tokens is also cut into tiles of CUDA_ATTN_FLASH_TOKENS for the
-// tensor-core kernel (cuda_attention_flash.cu), where the call fits it.
+// tensor-core prefill kernel (cuda_attention_flash.cu), where the call fits it.
 #define CUDA_ATTN_TILE_TOKENS 4
 #define CUDA_ATTN_FLASH_TOKENS 16
 #define CUDA_ATTN_FLASH_MIN_TOKENS 16
@@ -98,8 +98,8 @@ struct CudaProfile;
 // auto by the call's pairs per expert, cuda_moe.cu; tile or wide for every call that fits it, to
 // measure one against the other on the same shapes).
 enum CudaMoeKernel { CUDA_MOE_KERNEL_AUTO, CUDA_MOE_KERNEL_TILE, CUDA_MOE_KERNEL_WIDE };
-// Whether prefill sequences may take the tensor-core attention kernel (GPTOSS_CUDA_ATTN_KERNEL:
-// auto, where the call fits it; cuda-cores: every tile on the float32 kernel).
+// Whether attention may run on the tensor cores (GPTOSS_CUDA_ATTN_KERNEL: auto, where the call
+// fits them; cuda-cores: every tile on the float32 kernel).
 enum CudaAttnKernel { CUDA_ATTN_KERNEL_AUTO, CUDA_ATTN_KERNEL_CUDA_CORES };
 
 struct CudaState {
