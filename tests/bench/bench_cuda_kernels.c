@@ -367,6 +367,9 @@ int main(int argc, char **argv) {
   bench_attention(gpu, "attn.decode.s256.ctx2048", 256, 2048, 1, 0);
   bench_attention(gpu, "attn.decode.s256.ctx2048.w128", 256, 2048, 1, 128);
   bench_attention(gpu, "attn.decode.s32.ctx16384", 32, 16384, 1, 0);
+  // a ShareGPT decode step of gpt-oss-120b x1000: about 1,000 sequences of ~400-token contexts
+  bench_attention(gpu, "attn.decode.s1024.ctx512", 1024, 512, 1, 0);
+  bench_attention(gpu, "attn.decode.s1024.ctx512.w128", 1024, 512, 1, 128);
   bench_attention(gpu, "attn.prefill.s1.t2048", 1, 2048, 2048, 0);
   bench_attention(gpu, "attn.prefill.s4.t2048.w128", 4, 2048, 2048, 128);
   gpu->destroy(gpu);
