@@ -47,11 +47,13 @@ static void cuda_batch_tiles(const Batch *b, int4 *tiles4, int4 *flash, int *n4,
     if (cuda_batch_long(b, s)) cuda_batch_cut(b, s, CUDA_ATTN_FLASH_TOKENS, flash, n_flash);
 }
 
-// The most tiles of each kind T tokens of S sequences can make (each tile holds at least one
-// token; a sequence's first 4-token tile may hold just one): the buffers' size.
+// The most tiles of both kinds T tokens of S sequences can make, the buffers' size: a sequence
+// of n tokens makes ceil(n / 4) <= (n + 3) / 4 short tiles, and, with n >= 16, ceil(n / 16) <=
+// 2 n / 16 flash tiles.
+static_assert(CUDA_ATTN_FLASH_MIN_TOKENS >= CUDA_ATTN_FLASH_TOKENS, "ceil(n / F) <= 2 n / F");
 static size_t cuda_batch_max_tiles(size_t T, size_t S) {
-  return S + (T > S ? (T - S + CUDA_ATTN_TILE_TOKENS - 1) / CUDA_ATTN_TILE_TOKENS : 0) +
-         T / CUDA_ATTN_FLASH_MIN_TOKENS + 1;
+  return (T + (CUDA_ATTN_TILE_TOKENS - 1) * S) / CUDA_ATTN_TILE_TOKENS +
+         2 * T / CUDA_ATTN_FLASH_TOKENS;
 }
 
 // One array of the batch: its host source, its bytes, and where its device copy's pointer goes.
