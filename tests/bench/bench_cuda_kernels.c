@@ -3,9 +3,9 @@
 // read + write; the bf16 cuBLAS rate through the linear op on an 8192 x 8192 x 4096 product),
 // then the MoE op at GPT-OSS shapes (hidden and intermediate 2880, top-4 of 32 or 128 MXFP4
 // experts) from 1 to 8192 tokens, on the backend's choice of expert kernel and on each kernel
-// forced (figures ".tile", ".wide"), and paged attention (64 query / 8 KV heads of 64) for decode
-// batches and a prefill chunk over a float32 and a bf16 cache: achieved GB/s (bytes that must be
-// read: the routed experts' weights; the visible K/V) and TFLOP/s, each as a share of its
+// forced (figures ".tile", ".wide", ".wide32"), and paged attention (64 query / 8 KV heads of 64)
+// for decode batches and a prefill chunk over a float32 and a bf16 cache: achieved GB/s (bytes that
+// must be read: the routed experts' weights; the visible K/V) and TFLOP/s, each as a share of its
 // reference. Prints one "cuda.<name> value" line per figure, then a table. Times only the ops
 // (after one untimed call); checks nothing (test_cuda_ops does). Without a device it prints
 // "skipped: no CUDA device" and exits 0. With FILTER, only the MoE and attention figures whose
@@ -166,13 +166,15 @@ static const int BENCH_MOE_TOKENS[BENCH_MOE_SHAPES] = {1, 16, 64, 256, 1024, 409
 
 // Each MoE shape runs on the backend's own choice of expert kernel and on each kernel forced
 // (GPTOSS_CUDA_MOE_KERNEL), so that one run shows where the wide kernel starts to pay.
-#define BENCH_MOE_KERNELS 3
+#define BENCH_MOE_KERNELS 4
 static struct {
   const char *env;     // GPTOSS_CUDA_MOE_KERNEL
   const char *suffix;  // of the figures' names
   Backend *backend;
-} g_moe_kernels[BENCH_MOE_KERNELS] = {
-    {"auto", "", NULL}, {"tile", ".tile", NULL}, {"wide", ".wide", NULL}};
+} g_moe_kernels[BENCH_MOE_KERNELS] = {{"auto", "", NULL},
+                                      {"tile", ".tile", NULL},
+                                      {"wide", ".wide", NULL},
+                                      {"wide32", ".wide32", NULL}};
 
 // "moe.<model without its org>.e<experts>.t<tokens>"
 static void moe_name(char *name, size_t size, const char *model, int experts, int tokens) {

@@ -186,7 +186,8 @@ static void test_no_device_is_reported(void **state) {
   unsetenv("GPTOSS_CUDA_MOE_KERNEL");
   print_message("# with GPTOSS_CUDA_MOE_KERNEL=widest: %s\n", err);
   if (!strstr(err, "built without CUDA"))
-    assert_non_null(strstr(err, "GPTOSS_CUDA_MOE_KERNEL=widest: expected auto, tile or wide"));
+    assert_non_null(
+        strstr(err, "GPTOSS_CUDA_MOE_KERNEL=widest: expected auto, tile, wide or wide32"));
   setenv("GPTOSS_CUDA_ATTN_KERNEL", "flashy", 1);
   assert_null(cuda_backend_create(0, err, sizeof err));
   unsetenv("GPTOSS_CUDA_ATTN_KERNEL");
@@ -975,28 +976,34 @@ static void test_moe_wide(void **state) {
   moe_free(t, &m);
 }
 
-// GPTOSS_CUDA_MOE_KERNEL=wide: the wide kernel for every call, at the token counts the default
-// gives the tile kernel (items of 1 to 37 rows) and at GPT-OSS's widths (45 stages).
+// GPTOSS_CUDA_MOE_KERNEL=wide or wide32: the wide kernel's 128-row or 32-row shape for every
+// call, at items of 1 to 37 rows (the default gives them the tile kernel), several 32-row items
+// an expert (300 tokens) and GPT-OSS's widths (45 stages).
+static void check_moe_forced(Twins *t, const char *kernel) {
+  char err[512], name[96];
+  setenv("GPTOSS_CUDA_MOE_KERNEL", kernel, 1);
+  Twins forced = {t->cpu, cuda_backend_create(0, err, sizeof err), NULL};
+  unsetenv("GPTOSS_CUDA_MOE_KERNEL");
+  if (!forced.gpu) print_error("cuda_backend_create: %s\n", err);
+  assert_non_null(forced.gpu);
+  Moe m;
+  moe_init(&forced, &m, 192, 320, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1420);
+  snprintf(name, sizeof name, "%s 192/320 8x top-4", kernel);
+  const int tokens[] = {1, 2, 5, 37, 300};
+  for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++)
+    check_moe(&forced, &m, name, tokens[i], 1.0f, false, 0, 8, 1421 + i);
+  moe_free(&forced, &m);
+  moe_init(&forced, &m, 2880, 2880, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1430);
+  snprintf(name, sizeof name, "%s, gpt-oss widths 2880/2880, 8x top-4", kernel);
+  check_moe(&forced, &m, name, 40, 1.0f, false, 0, 8, 1431);
+  moe_free(&forced, &m);
+  forced.gpu->destroy(forced.gpu);
+}
+
 static void test_moe_wide_forced(void **state) {
   NEED_GPU(state);
-  Twins *t = *state;
-  char err[512];
-  setenv("GPTOSS_CUDA_MOE_KERNEL", "wide", 1);
-  Twins wide = {t->cpu, cuda_backend_create(0, err, sizeof err), NULL};
-  unsetenv("GPTOSS_CUDA_MOE_KERNEL");
-  if (!wide.gpu) print_error("cuda_backend_create: %s\n", err);
-  assert_non_null(wide.gpu);
-  Moe m;
-  moe_init(&wide, &m, 192, 320, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1420);
-  const int tokens[] = {1, 2, 5, 37};
-  for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++)
-    check_moe(&wide, &m, "forced wide 192/320 8x top-4", tokens[i], 1.0f, false, 0, 8, 1421 + i);
-  moe_free(&wide, &m);
-  moe_init(&wide, &m, 2880, 2880, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1430);
-  check_moe(&wide, &m, "forced wide, gpt-oss widths 2880/2880, 8x top-4", 40, 1.0f, false, 0, 8,
-            1431);
-  moe_free(&wide, &m);
-  wide.gpu->destroy(wide.gpu);
+  check_moe_forced(*state, "wide");
+  check_moe_forced(*state, "wide32");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -186,8 +186,10 @@ static bool cuda_moe_kernel_from_env(CudaMoeKernel *kernel, char *err, size_t er
     *kernel = CUDA_MOE_KERNEL_TILE;
   else if (!strcmp(v, "wide"))
     *kernel = CUDA_MOE_KERNEL_WIDE;
+  else if (!strcmp(v, "wide32"))
+    *kernel = CUDA_MOE_KERNEL_WIDE32;
   else {
-    snprintf(err, err_size, "GPTOSS_CUDA_MOE_KERNEL=%s: expected auto, tile or wide", v);
+    snprintf(err, err_size, "GPTOSS_CUDA_MOE_KERNEL=%s: expected auto, tile, wide or wide32", v);
     return false;
   }
   return true;

@@ -95,9 +95,15 @@ struct CudaProfile;
 #define CUDA_ATTN_FLASH_MIN_TOKENS 16
 
 // Which grouped MXFP4 expert kernel the MoE op runs (GPTOSS_CUDA_MOE_KERNEL, read at create:
-// auto by the call's pairs per expert, cuda_moe.cu; tile or wide for every call that fits it, to
-// measure one against the other on the same shapes).
-enum CudaMoeKernel { CUDA_MOE_KERNEL_AUTO, CUDA_MOE_KERNEL_TILE, CUDA_MOE_KERNEL_WIDE };
+// auto by the call's pairs per expert, cuda_moe.cu; tile, wide (128-row items) or wide32 (the
+// wide kernel on 32-row items) for every call that fits it, to measure one against another on
+// the same shapes).
+enum CudaMoeKernel {
+  CUDA_MOE_KERNEL_AUTO,
+  CUDA_MOE_KERNEL_TILE,
+  CUDA_MOE_KERNEL_WIDE,
+  CUDA_MOE_KERNEL_WIDE32
+};
 // Whether attention may run on the tensor cores (GPTOSS_CUDA_ATTN_KERNEL: auto, where the call
 // fits them; cuda-cores: every tile on the float32 kernel).
 enum CudaAttnKernel { CUDA_ATTN_KERNEL_AUTO, CUDA_ATTN_KERNEL_CUDA_CORES };

@@ -122,17 +122,20 @@ static WeightFormat cuda_moe_format(const MoeArgs *a) {
   return f;
 }
 
-// The work items' rows for a call of P pairs: the wide kernel's for MXFP4 experts whose pairs
-// average CUDA_MOE_WIDE_MIN_ROWS an expert (both products' columns whole stages of it), unless
-// GPTOSS_CUDA_MOE_KERNEL chose one kernel for every call.
-static int cuda_moe_tile_rows(const CudaState *st, WeightFormat fmt, const GptOssConfig *c,
-                              size_t P) {
+// The kernel and work items' rows for a call of P pairs into g: the wide kernel's 128-row shape
+// for MXFP4 experts whose pairs average CUDA_MOE_WIDE_MIN_ROWS an expert (both products'
+// columns whole stages of it), else the tile kernel's 32 rows, unless GPTOSS_CUDA_MOE_KERNEL
+// chose one kernel (wide32: the wide kernel's 32-row shape) for every call it fits.
+static void cuda_moe_choose(const CudaState *st, WeightFormat fmt, const GptOssConfig *c, size_t P,
+                            CudaMoeGemm *g) {
   const bool fits = fmt == WEIGHT_MXFP4 && c->hidden_size % CUDA_MOE_WIDE_BK == 0 &&
                     c->intermediate_size % CUDA_MOE_WIDE_BK == 0;
-  const bool wide = st->moe_kernel == CUDA_MOE_KERNEL_AUTO
-                        ? P >= (size_t)CUDA_MOE_WIDE_MIN_ROWS * c->num_experts
-                        : st->moe_kernel == CUDA_MOE_KERNEL_WIDE;
-  return fits && wide ? CUDA_MOE_WIDE_BM : CUDA_MOE_BM;
+  CudaMoeKernel k = st->moe_kernel;
+  if (k == CUDA_MOE_KERNEL_AUTO)
+    k = P >= (size_t)CUDA_MOE_WIDE_MIN_ROWS * c->num_experts ? CUDA_MOE_KERNEL_WIDE
+                                                             : CUDA_MOE_KERNEL_TILE;
+  g->wide = fits && k != CUDA_MOE_KERNEL_TILE;
+  g->tile_rows = g->wide && k == CUDA_MOE_KERNEL_WIDE ? CUDA_MOE_WIDE_BM : CUDA_MOE_BM;
 }
 
 // One expert product (stage 1 or 2) in launches of at most CUDA_MOE_MAX_LAUNCH_EXPERTS experts.
@@ -164,7 +167,9 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
   const WeightFormat fmt = cuda_moe_format(a);
 
   const size_t P = (size_t)T * k;  // (token, rank) pairs
-  const int tile_rows = cuda_moe_tile_rows(st, fmt, c, P);
+  CudaMoeGemm g = {};
+  cuda_moe_choose(st, fmt, c, P, &g);
+  const int tile_rows = g.tile_rows;
   const int max_items = (int)(P / tile_rows) + (num_local < (int)P ? num_local : (int)P);
   const size_t bytes = 10 * 256 + (size_t)T * E * sizeof(float)      // logits
                        + (size_t)T * hidden * sizeof(__nv_bfloat16)  // x_bf16
@@ -203,9 +208,7 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
     CUDA_CHECK_LAUNCH();
   }
 
-  CudaMoeGemm g = {};
   g.format = fmt;
-  g.tile_rows = tile_rows;
   g.items = items;
   g.num_items = num_items;
   g.sorted = sorted;

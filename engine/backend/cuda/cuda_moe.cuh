@@ -12,12 +12,12 @@
 // Token rows (of one expert) and weight rows per thread block of the expert kernel.
 #define CUDA_MOE_BM 32
 #define CUDA_MOE_BN 64
-// The wide MXFP4 kernel (cuda_moe_wide.cu): token rows per work item, weight rows per block and
-// columns per shared stage (hidden and intermediate sizes must be multiples of it). A call takes
-// it when its pairs average at least CUDA_MOE_WIDE_MIN_ROWS per expert (prefill-sized steps):
-// there a decoded weight serves up to 128 token rows, where the tile kernel's serves 32.
+// The wide MXFP4 kernels (cuda_moe_wide.cu): token rows per work item of the prefill shape (the
+// other takes CUDA_MOE_BM-row items) and columns per shared stage (hidden and intermediate sizes
+// must be multiples of it). A call takes the prefill shape when its pairs average at least
+// CUDA_MOE_WIDE_MIN_ROWS per expert: there a decoded weight serves up to 128 token rows, where
+// the tile kernel's serves 32.
 #define CUDA_MOE_WIDE_BM 128
-#define CUDA_MOE_WIDE_BN 128
 #define CUDA_MOE_WIDE_BK 64
 #define CUDA_MOE_WIDE_MIN_ROWS 64
 // Experts whose weight pointers one launch carries (kernel parameters, __grid_constant__).
@@ -30,7 +30,8 @@
 // runs items [0, *num_items) and, of them, experts [first, first + count) of this launch.
 struct CudaMoeGemm {
   int format;        // WeightFormat of every expert of the launch (F32, BF16 or MXFP4)
-  int tile_rows;     // CUDA_MOE_BM, or CUDA_MOE_WIDE_BM: the wide kernel (MXFP4 only)
+  int tile_rows;     // CUDA_MOE_BM or CUDA_MOE_WIDE_BM
+  bool wide;         // MXFP4 on the wide kernel in its tile_rows shape; else the tile kernel
   int stage;         // 1: x -> mlp1 -> SwiGLU -> act; 2: act -> mlp2 -> weighted rows
   int first, count;  // local experts [first, first + count) of this launch
   const void *w[CUDA_MOE_MAX_LAUNCH_EXPERTS];          // expert first + i: [n, k] in format
@@ -61,7 +62,7 @@ void cuda_moe_gemm(CudaState *st, const CudaMoeGemm &g, int max_items);
 // The MXFP4 experts' kernel (cuda_moe_mxfp4.cu) on grid {max items, weight-row blocks}, for
 // cuda_moe_gemm.
 void cuda_moe_mxfp4_launch(CudaState *st, const CudaMoeGemm &g, dim3 grid);
-// The wide MXFP4 kernel (cuda_moe_wide.cu) over max_items items of up to CUDA_MOE_WIDE_BM rows.
+// The wide MXFP4 kernel (cuda_moe_wide.cu) over max_items items of up to tile_rows rows.
 void cuda_moe_wide_launch(CudaState *st, const CudaMoeGemm &g, int max_items);
 
 #endif

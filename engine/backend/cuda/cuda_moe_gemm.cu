@@ -3,8 +3,9 @@
 // and weights go through shared memory MOE_MMA_BK (tensor cores) or MOE_BK (F32) columns at a
 // time, the next tile's global loads in flight (in registers) while the current one is
 // multiplied.
-//   MXFP4 experts: cuda_moe_mxfp4.cu (decoded in registers; launched from here), or for
-//     prefill-sized calls cuda_moe_wide.cu (128-row items, decoded once into shared memory).
+//   MXFP4 experts: cuda_moe_mxfp4.cu (decoded in registers; launched from here), or
+//     cuda_moe_wide.cu (decoded once per block into shared memory; 128-row items for
+//     prefill-sized calls, 32-row ones when asked for).
 //   BF16 experts: bf16 tensor cores (WMMA 16x16x16, float32 accumulation) on bf16 input rows
 //     (cuda_moe.cu rounds x once per call; stage 1 writes act in bf16), the weights copied
 //     (cp.async) STAGES - 1 tiles ahead.
@@ -251,7 +252,7 @@ void cuda_moe_gemm(CudaState *st, const CudaMoeGemm &g, int max_items) {
                                   : (bf16_rows ? (const void *)g.act_bf16 : g.act_in)) &
          15) == 0);
   if (max_items <= 0) return;
-  if (g.tile_rows == CUDA_MOE_WIDE_BM) {
+  if (g.wide) {
     cuda_moe_wide_launch(st, g, max_items);
     CUDA_CHECK_LAUNCH();
     return;

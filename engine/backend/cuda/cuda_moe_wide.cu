@@ -1,116 +1,146 @@
-// cuda_moe_wide.cu: the wide grouped expert kernel for MXFP4 experts, for calls whose experts
-// average CUDA_MOE_WIDE_MIN_ROWS token rows or more (prefill-sized steps; cuda_moe.cu chooses,
-// cuda_moe_gemm.cu launches). One thread block of 8 warps per work item (one expert, up to 128
-// of its token rows) and 128 weight rows, in 64-column stages (two MXFP4 blocks a row):
+// cuda_moe_wide.cu: the wide grouped expert kernels for MXFP4 experts (cuda_moe.cu chooses,
+// cuda_moe_gemm.cu launches), in two block shapes of 8 warps:
+//   - 128 token rows x 128 weight rows (warps 2 x 4, each 64 x 32), for calls whose experts
+//     average CUDA_MOE_WIDE_MIN_ROWS rows or more (prefill-sized steps);
+//   - 32 token rows x 256 weight rows (warps 1 x 8, each 32 x 32), for 32-row items (large
+//     decode steps: about 32 rows an expert at 1,024 tokens of gpt-oss-120b); only when
+//     GPTOSS_CUDA_MOE_KERNEL=wide32 asks for it, until a GPU has measured it against the tile
+//     kernel (cuda_moe_mxfp4.cu), which auto keeps for those.
+// One block per work item (one expert, up to BM of its token rows) and BN weight rows, in
+// 64-column stages (two MXFP4 blocks a row):
 //   - the weights of a stage are decoded once per block into shared memory as bf16
-//     (cuda_mxfp4_decode_word; a thread decodes one 32-column block of one row) and then serve
-//     all 128 token rows, where the tile kernel (cuda_moe_mxfp4.cu) decodes them for every 32;
+//     (cuda_mxfp4_decode_word; a thread decodes one or two 32-column blocks of one row) and then
+//     serve all the item's rows, where the tile kernel decodes them in every warp's registers;
 //   - the token rows (bf16) arrive by cp.async;
 //   - both are read by ldmatrix into mma.sync m16n8k16 (bf16 in, float32 accumulation) with
 //     the token rows as the A operand and the weight rows as B, so that a thread's accumulator
 //     pair holds two adjacent weight rows of one token: stage 1's gate/linear pair, whose SwiGLU
 //     is taken in registers; stage 2 stores each pair of outputs as one float2.
-// Warp w computes token rows 64 (w / 4) .. + 64 and weight rows 32 (w % 4) .. + 32 (4 x 4
-// products per 16-column step); warps whose token rows are all past the item's skip the
-// products. Two stages: stage c + 1's token copies and weight loads (into registers) are in
-// flight while stage c is multiplied, then its weights are decoded into the other buffer, and
-// one barrier per stage. In shared memory a row is 8 pieces of 16 bytes, piece p stored at
-// p ^ (row % 8), so that the 8 rows of each ldmatrix phase (and of each decoded store) hit 8
-// different bank quads.
+// Warps whose token rows are all past the item's skip the products. Two stages: stage c + 1's
+// token copies and weight loads (into registers) are in flight while stage c is multiplied,
+// then its weights are decoded into the other buffer, and one barrier per stage. In shared
+// memory a row is 8 pieces of 16 bytes, piece p stored at p ^ (row % 8), so that the 8 rows of
+// each ldmatrix phase (and of each decoded store) hit 8 different bank quads.
 #include "backend/cuda/cuda_async.cuh"
 #include "backend/cuda/cuda_decode.cuh"
 #include "backend/cuda/cuda_mma.cuh"
 #include "backend/cuda/cuda_moe_tile.cuh"
 
-#define WIDE_BM CUDA_MOE_WIDE_BM  // token rows per item
-#define WIDE_BN CUDA_MOE_WIDE_BN  // weight rows per block
 #define WIDE_BK CUDA_MOE_WIDE_BK  // columns per stage
 #define WIDE_THREADS 256
+#define WIDE_WARPS (WIDE_THREADS / 32)
 #define WIDE_PIECES (WIDE_BK / 8)  // 16-byte pieces of a row's stage
-#define WIDE_WARP_M 64             // token rows per warp
 #define WIDE_WARP_N 32             // weight rows per warp
 
 static_assert(WIDE_BK == 64 && WIDE_PIECES == 8, "a stage is two MXFP4 blocks: 8 pieces a row");
-static_assert((WIDE_BM / WIDE_WARP_M) * (WIDE_BN / WIDE_WARP_N) * 32 == WIDE_THREADS,
-              "the warps tile the block");
-static_assert(WIDE_BN * (WIDE_BK / 32) == WIDE_THREADS, "a thread decodes one block a stage");
 
-struct CudaMoeWideStage {
-  uint4 a[WIDE_BM][WIDE_PIECES];  // token rows (bf16)
-  uint4 b[WIDE_BN][WIDE_PIECES];  // weight rows, decoded (bf16)
+// A block shape: WARPS_M x (8 / WARPS_M) warps, each 16 M_TILES token rows x 32 weight rows.
+template <int WARPS_M, int M_TILES>
+struct WideShape {
+  static constexpr int warps_m = WARPS_M, m_tiles = M_TILES;
+  static constexpr int warps_n = WIDE_WARPS / WARPS_M;
+  static constexpr int bm = WARPS_M * 16 * M_TILES;                   // token rows per item
+  static constexpr int bn = warps_n * WIDE_WARP_N;                    // weight rows per block
+  static constexpr int decodes = bn * (WIDE_BK / 32) / WIDE_THREADS;  // blocks a thread decodes
+  static_assert(decodes * WIDE_THREADS == bn * (WIDE_BK / 32), "every block decoded once");
 };
+using WideShape128 = WideShape<2, 4>;  // 128 x 128
+using WideShape32 = WideShape<1, 2>;   // 32 x 256
+static_assert(WideShape128::bm == CUDA_MOE_WIDE_BM && WideShape32::bm == CUDA_MOE_BM,
+              "the items' rows");
 
+template <typename S>
 struct CudaMoeWideSmem {
-  CudaMoeWideStage stage[2];
-  int pairs[WIDE_BM];
-  const __nv_bfloat16 *rows[WIDE_BM];  // the tile rows' input rows (cuda_moe_a_row)
+  struct {
+    uint4 a[S::bm][WIDE_PIECES];  // token rows (bf16)
+    uint4 b[S::bn][WIDE_PIECES];  // weight rows, decoded (bf16)
+  } stage[2];
+  int pairs[S::bm];
+  const __nv_bfloat16 *rows[S::bm];  // the tile rows' input rows (cuda_moe_a_row)
 };
 
 // Piece p of row r in a stage's array.
 static __device__ __forceinline__ int wide_piece(int r, int p) { return p ^ (r & 7); }
 
-// One thread's weights of a stage: its 32-column block of one weight row, and the scale.
-struct WideBlock {
-  uint4 codes;
-  uint32_t scale;
+// One thread's weights of a stage: its 32-column blocks (one or two rows), and their scales.
+template <int N>
+struct WideBlocks {
+  uint4 codes[N];
+  uint32_t scale[N];
 };
 
+template <typename S>
 __global__ void __launch_bounds__(WIDE_THREADS, 2)
     cuda_moe_wide_kernel(const __grid_constant__ CudaMoeGemm g) {
   CudaMoeTile t;
-  if (!cuda_moe_tile(g, &t, WIDE_BN)) return;
+  if (!cuda_moe_tile(g, &t, S::bn)) return;
   extern __shared__ __align__(128) unsigned char wide_smem[];
-  CudaMoeWideSmem &sm = *(CudaMoeWideSmem *)wide_smem;
+  CudaMoeWideSmem<S> &sm = *(CudaMoeWideSmem<S> *)wide_smem;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  if (tid < WIDE_BM) {
+  if (tid < S::bm) {
     sm.pairs[tid] = tid < t.rows ? g.sorted[t.pos0 + tid] : -1;
     sm.rows[tid] = cuda_moe_a_row(g.x_bf16, (const __nv_bfloat16 *)g.act_bf16, g, sm.pairs, t, tid);
   }
   __syncthreads();
 
   const int num_stages = g.k / WIDE_BK;
-  // Token rows: this thread copies piece tid % 8 of rows tid / 8, + 32, + 64, + 96 (rows past
-  // the item's are not copied: their products land in rows the epilogue skips).
+  // Token rows: this thread copies piece tid % 8 of rows tid / 8, + 32, ... (rows past the
+  // item's are not copied: their products land in rows the epilogue skips).
   const int copy_piece = tid % WIDE_PIECES;
   auto fetch_tokens = [&](int s) {
-    CudaMoeWideStage &dst = sm.stage[s & 1];
+    auto &dst = sm.stage[s & 1];
     for (int r = tid / WIDE_PIECES; r < t.rows; r += WIDE_THREADS / WIDE_PIECES)
       cuda_copy16_async(&dst.a[r][wide_piece(r, copy_piece)],
                         sm.rows[r] + s * WIDE_BK + 8 * copy_piece, true);
     cuda_copy_commit();
   };
-  // Weights: this thread decodes block tid % 2 of the stage of weight row tid / 2 (zeros past
-  // the matrix's rows).
-  const int w_row = tid / 2, w_half = tid % 2, blocks_per_row = g.k / 32;
-  const bool w_ok = t.n0 + w_row < g.n;
-  const int64_t w_first = (int64_t)(w_ok ? t.n0 + w_row : 0) * blocks_per_row + w_half;
-  const uint4 *w_codes = (const uint4 *)g.w[t.e] + w_first;
-  const uint8_t *w_scales = g.scales[t.e] + w_first;
-  auto load_weights = [&](int s, WideBlock &b) {
-    b.codes = w_ok ? __ldg(w_codes + 2 * s) : make_uint4(0, 0, 0, 0);
-    b.scale = w_ok ? __ldg(w_scales + 2 * s) : 127u;
-  };
-  auto decode_weights = [&](int s, const WideBlock &b) {
-    uint4 *dst = sm.stage[s & 1].b[w_row];
-    const uint32_t words[4] = {b.codes.x, b.codes.y, b.codes.z, b.codes.w};
+  // Weights: this thread decodes block (tid + 256 i) % 2 of the stage of weight row
+  // (tid + 256 i) / 2, i < S::decodes (zeros past the matrix's rows).
+  const int blocks_per_row = g.k / 32;
+  const uint4 *w_codes[S::decodes];
+  const uint8_t *w_scales[S::decodes];
+  bool w_ok[S::decodes];
 #pragma unroll
-    for (int j = 0; j < 4; j++) {  // word j: columns 32 w_half + 8 j .. + 8, piece 4 w_half + j
-      uint32_t out[4];
-      cuda_mxfp4_decode_word(words[j], b.scale, out);
-      dst[wide_piece(w_row, 4 * w_half + j)] = make_uint4(out[0], out[1], out[2], out[3]);
+  for (int i = 0; i < S::decodes; i++) {
+    const int row = (tid + WIDE_THREADS * i) / 2, half = tid % 2;
+    w_ok[i] = t.n0 + row < g.n;
+    const int64_t first = (int64_t)(w_ok[i] ? t.n0 + row : 0) * blocks_per_row + half;
+    w_codes[i] = (const uint4 *)g.w[t.e] + first;
+    w_scales[i] = g.scales[t.e] + first;
+  }
+  auto load_weights = [&](int s, WideBlocks<S::decodes> &b) {
+#pragma unroll
+    for (int i = 0; i < S::decodes; i++) {
+      b.codes[i] = w_ok[i] ? __ldg(w_codes[i] + 2 * s) : make_uint4(0, 0, 0, 0);
+      b.scale[i] = w_ok[i] ? __ldg(w_scales[i] + 2 * s) : 127u;
+    }
+  };
+  auto decode_weights = [&](int s, const WideBlocks<S::decodes> &b) {
+#pragma unroll
+    for (int i = 0; i < S::decodes; i++) {
+      const int row = (tid + WIDE_THREADS * i) / 2, half = tid % 2;
+      uint4 *dst = sm.stage[s & 1].b[row];
+      const uint32_t words[4] = {b.codes[i].x, b.codes[i].y, b.codes[i].z, b.codes[i].w};
+#pragma unroll
+      for (int j = 0; j < 4; j++) {  // word j: columns 32 half + 8 j .. + 8, piece 4 half + j
+        uint32_t out[4];
+        cuda_mxfp4_decode_word(words[j], b.scale[i], out);
+        dst[wide_piece(row, 4 * half + j)] = make_uint4(out[0], out[1], out[2], out[3]);
+      }
     }
   };
 
   // ldmatrix addresses: A (token rows, one m16 tile): lane l gives row l % 16 at piece l / 16
   // of the k-step; B (weight rows, two n8 tiles): lane l gives row 8 (l / 16) + l % 8 at piece
   // (l / 8) % 2.
-  const int m_base = (warp / 4) * WIDE_WARP_M, n_base = (warp % 4) * WIDE_WARP_N;
+  const int m_base = (warp / S::warps_n) * 16 * S::m_tiles;
+  const int n_base = (warp % S::warps_n) * WIDE_WARP_N;
   const int a_row = lane % 16, a_piece = lane / 16;
   const int b_row = 8 * (lane / 16) + lane % 8, b_piece = (lane / 8) % 2;
-  const int m_tiles = min(4, max(0, (t.rows - m_base + 15) / 16));  // this warp's live m16 tiles
-  float acc[4][4][4] = {};                                          // [m16 tile][n8 tile][fragment]
+  const int m_tiles = min(S::m_tiles, max(0, (t.rows - m_base + 15) / 16));  // live m16 tiles
+  float acc[S::m_tiles][4][4] = {};  // [m16 tile][n8 tile][fragment]
   auto multiply = [&](int s) {
-    const CudaMoeWideStage &src = sm.stage[s & 1];
+    const auto &src = sm.stage[s & 1];
 #pragma unroll
     for (int ks = 0; ks < WIDE_BK / 16; ks++) {
       uint32_t b[4][2];  // [n8 tile] b0, b1
@@ -122,7 +152,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 2)
         b[2 * np][0] = f[0], b[2 * np][1] = f[1], b[2 * np + 1][0] = f[2], b[2 * np + 1][1] = f[3];
       }
 #pragma unroll
-      for (int mt = 0; mt < 4; mt++) {
+      for (int mt = 0; mt < S::m_tiles; mt++) {
         if (mt >= m_tiles) break;
         const int r = m_base + 16 * mt + a_row;
         uint32_t a[4];
@@ -134,7 +164,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 2)
     }
   };
 
-  WideBlock next;
+  WideBlocks<S::decodes> next;
   load_weights(0, next);
   fetch_tokens(0);
   decode_weights(0, next);
@@ -159,7 +189,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 2)
   const float *bias = g.bias + (int64_t)(g.first + t.e) * g.n;  // [n] of this expert
   const int gq = lane / 4, q = lane % 4;
 #pragma unroll
-  for (int mt = 0; mt < 4; mt++) {
+  for (int mt = 0; mt < S::m_tiles; mt++) {
 #pragma unroll
     for (int h = 0; h < 2; h++) {
       const int r = m_base + 16 * mt + gq + 8 * h;
@@ -182,11 +212,21 @@ __global__ void __launch_bounds__(WIDE_THREADS, 2)
   }
 }
 
+template <typename S>
+static void cuda_moe_wide_run(CudaState *st, const CudaMoeGemm &g, int max_items) {
+  const size_t smem = sizeof(CudaMoeWideSmem<S>);
+  CUDA_CHECK(cudaFuncSetAttribute(cuda_moe_wide_kernel<S>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  const dim3 grid((unsigned)max_items, (unsigned)((g.n + S::bn - 1) / S::bn));
+  cuda_moe_wide_kernel<S><<<grid, WIDE_THREADS, smem, st->stream>>>(g);
+}
+
 void cuda_moe_wide_launch(CudaState *st, const CudaMoeGemm &g, int max_items) {
-  CHECK(g.format == WEIGHT_MXFP4 && g.tile_rows == WIDE_BM && g.k % WIDE_BK == 0);
-  const size_t smem = sizeof(CudaMoeWideSmem);
-  CUDA_CHECK(cudaFuncSetAttribute(cuda_moe_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  (int)smem));
-  const dim3 grid((unsigned)max_items, (unsigned)((g.n + WIDE_BN - 1) / WIDE_BN));
-  cuda_moe_wide_kernel<<<grid, WIDE_THREADS, smem, st->stream>>>(g);
+  CHECK(g.format == WEIGHT_MXFP4 && g.wide && g.k % WIDE_BK == 0);
+  if (g.tile_rows == WideShape128::bm)
+    cuda_moe_wide_run<WideShape128>(st, g, max_items);
+  else if (g.tile_rows == WideShape32::bm)
+    cuda_moe_wide_run<WideShape32>(st, g, max_items);
+  else
+    CHECK(!"cuda moe: the wide kernel takes items of 128 or 32 rows");
 }
