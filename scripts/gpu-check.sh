@@ -31,6 +31,7 @@
 #   6 serve      `gptoss-engine serve openai/gpt-oss-20b --load-format dummy --device cuda` in
 #                each of GPU_CHECK_SERVE_MODES (sync: the defaults, a bf16 KV cache; async:
 #                --async-scheduling; kv-f32: --kv-cache-dtype float32, the cache bf16 halves;
+#                moe-wide32: GPTOSS_CUDA_MOE_KERNEL=wide32, the wide MoE kernel on decode items;
 #                host-sampling: GPTOSS_HOST_SAMPLING=1, for what device sampling saves;
 #                profile: GPTOSS_CUDA_PROFILE=1, the device time per op in serve-profile.log;
 #                baseline: the defaults with the staged baseline's engine), each
@@ -340,14 +341,16 @@ for mode in $serve_modes; do
   flags=()
   host_sampling=0
   profile=0
+  moe_kernel=${GPTOSS_CUDA_MOE_KERNEL:-auto}
   case $mode in
     sync) ;;
     async) flags=(--async-scheduling) ;;
     kv-f32) flags=(--kv-cache-dtype float32) ;;
+    moe-wide32) moe_kernel=wide32 ;;
     host-sampling) host_sampling=1 ;;
     profile) profile=1 ;;
     baseline) ;;
-    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, kv-f32, host-sampling, profile, baseline)"; continue ;;
+    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, kv-f32, moe-wide32, host-sampling, profile, baseline)"; continue ;;
   esac
   if [ "$mode" = baseline ] && [ ! -x "$bin/baseline/gptoss-engine" ]; then
     record "serve-$mode" FAIL "no baseline staged (gpu-stage.sh with GPU_STAGE_BASELINE=REV)"
@@ -356,7 +359,7 @@ for mode in $serve_modes; do
   t0=$(date +%s)
   serve_engine=$engine
   [ "$mode" = baseline ] && serve_engine=$bin/baseline/gptoss-engine
-  if GPTOSS_HOST_SAMPLING=$host_sampling GPTOSS_CUDA_PROFILE=$profile \
+  if GPTOSS_HOST_SAMPLING=$host_sampling GPTOSS_CUDA_PROFILE=$profile GPTOSS_CUDA_MOE_KERNEL=$moe_kernel \
        serve_start "$out/serve-$mode.log" "$serve_model" --load-format dummy \
        --weight-format bf16 "${flags[@]}"; then
     record "serve-$mode" PASS "ready in $(( $(date +%s) - t0 )) s"
