@@ -376,11 +376,10 @@ int serve_cmd_main(int argc, char **argv) {
   if (o.max_model_len > model_len)
     die("serve: --max-model-len %ld is above the model's %ld positions", o.max_model_len,
         model_len);
+  const int max_model_len = (int)(o.max_model_len ? o.max_model_len : model_len);
   if (device == DEVICE_CUDA) {  // the device's step buffers at their peak before the KV's share
     const int64_t t0 = clock_now_ns();
-    if (!runner_warm_up(runner, o.max_num_seqs,
-                        (int)(o.max_model_len ? o.max_model_len : model_len), o.block_size, err,
-                        sizeof err))
+    if (!runner_warm_up(runner, o.max_num_seqs, max_model_len, o.block_size, err, sizeof err))
       die("serve: %s", err);
     printf("gptoss-engine serve: warm-up step of %d tokens in %.2f s\n", o.max_num_batched_tokens,
            (double)(clock_now_ns() - t0) * 1e-9);
@@ -389,7 +388,7 @@ int serve_cmd_main(int argc, char **argv) {
   size_t block_bytes = runner_kv_bytes_per_token(runner) * (size_t)o.block_size;
   EngineConfig config = {.max_num_batched_tokens = o.max_num_batched_tokens,
                          .max_num_seqs = o.max_num_seqs,
-                         .max_model_len = (int)(o.max_model_len ? o.max_model_len : model_len),
+                         .max_model_len = max_model_len,
                          .block_size = o.block_size,
                          .num_kv_blocks = (int)(kv_bytes / block_bytes),
                          .async_scheduling = o.async_scheduling,

@@ -31,12 +31,9 @@ bool runner_warm_up(Runner *r, int max_num_seqs, int max_model_len, int block_si
   if (!ok) {
     snprintf(err, err_size, "warm-up: out of host memory for %d rows of logits", S);
   } else {
-    // Sequence s takes 1 + 4 j tokens (the last also the remainder): the most attention tiles
-    // (runs of up to 4 tokens of a sequence, cuda_batch.cu) T tokens of S sequences can make.
-    const int chunks = (T - S) / 4, extra = (T - S) % 4;
     int t = 0;
     for (int s = 0; s < S; s++) {
-      const int n = 1 + 4 * (chunks / S + (s < chunks % S)) + (s == S - 1 ? extra : 0);
+      const int n = T / S + (s < T % S);  // the first T % S sequences take one more token
       query_start[s] = t;
       for (int i = 0; i < n; i++, t++) {
         ids[t] = (uint32_t)(t % vocab);

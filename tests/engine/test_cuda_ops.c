@@ -131,6 +131,20 @@ static void expect_device_equal(Backend *gpu, const char *what, const void *dev,
   free(got);
 }
 
+// cuda_backend_create(0) with the setting var=value, the caller's environment put back after.
+static Backend *gpu_with(const char *var, const char *value, char *err, size_t err_size) {
+  const char *old = getenv(var);
+  char *saved = old ? strdup(old) : NULL;
+  setenv(var, value, 1);
+  Backend *be = cuda_backend_create(0, err, err_size);
+  if (saved)
+    setenv(var, saved, 1);
+  else
+    unsetenv(var);
+  free(saved);
+  return be;
+}
+
 static int setup(void **state) {
   *state = NULL;
   if (cuda_device_count() == 0) return 0;
@@ -142,9 +156,7 @@ static int setup(void **state) {
     free(t);
     return -1;
   }
-  setenv("GPTOSS_CUDA_ATTN_KERNEL", "cuda-cores", 1);
-  t->gpu_cuda_cores = cuda_backend_create(0, err, sizeof err);
-  unsetenv("GPTOSS_CUDA_ATTN_KERNEL");
+  t->gpu_cuda_cores = gpu_with("GPTOSS_CUDA_ATTN_KERNEL", "cuda-cores", err, sizeof err);
   if (!t->gpu_cuda_cores) {
     print_error("cuda_backend_create (cuda-cores): %s\n", err);
     t->gpu->destroy(t->gpu);
@@ -181,16 +193,12 @@ static void test_no_device_is_reported(void **state) {
   print_message("# cuda_backend_create without a device: %s\n", err);
   assert_true(strlen(err) > 0);
   // A CUDA build reads its settings before it looks for a device: a bad one is named.
-  setenv("GPTOSS_CUDA_MOE_KERNEL", "widest", 1);
-  assert_null(cuda_backend_create(0, err, sizeof err));
-  unsetenv("GPTOSS_CUDA_MOE_KERNEL");
+  assert_null(gpu_with("GPTOSS_CUDA_MOE_KERNEL", "widest", err, sizeof err));
   print_message("# with GPTOSS_CUDA_MOE_KERNEL=widest: %s\n", err);
   if (!strstr(err, "built without CUDA"))
     assert_non_null(
         strstr(err, "GPTOSS_CUDA_MOE_KERNEL=widest: expected auto, tile, wide or wide32"));
-  setenv("GPTOSS_CUDA_ATTN_KERNEL", "flashy", 1);
-  assert_null(cuda_backend_create(0, err, sizeof err));
-  unsetenv("GPTOSS_CUDA_ATTN_KERNEL");
+  assert_null(gpu_with("GPTOSS_CUDA_ATTN_KERNEL", "flashy", err, sizeof err));
   print_message("# with GPTOSS_CUDA_ATTN_KERNEL=flashy: %s\n", err);
   if (!strstr(err, "built without CUDA"))
     assert_non_null(strstr(err, "GPTOSS_CUDA_ATTN_KERNEL=flashy: expected auto or cuda-cores"));
@@ -981,9 +989,7 @@ static void test_moe_wide(void **state) {
 // an expert (300 tokens) and GPT-OSS's widths (45 stages).
 static void check_moe_forced(Twins *t, const char *kernel) {
   char err[512], name[96];
-  setenv("GPTOSS_CUDA_MOE_KERNEL", kernel, 1);
-  Twins forced = {t->cpu, cuda_backend_create(0, err, sizeof err), NULL};
-  unsetenv("GPTOSS_CUDA_MOE_KERNEL");
+  Twins forced = {t->cpu, gpu_with("GPTOSS_CUDA_MOE_KERNEL", kernel, err, sizeof err), NULL};
   if (!forced.gpu) print_error("cuda_backend_create: %s\n", err);
   assert_non_null(forced.gpu);
   Moe m;

@@ -106,7 +106,7 @@ static __device__ __forceinline__ void cuda_attention_tile(const CudaAttnParams 
   KV *chunks = (KV *)(Qs + ATT_ROWS * stride);
   const KV *k_cache = (const KV *)p.k_cache, *v_cache = (const KV *)p.v_cache;
 
-  const int s = blk.s, t0 = blk.t0, kvh = blk.kvh, h_begin = blk.h_begin, gh = blk.gh;
+  const int t0 = blk.t0, kvh = blk.kvh, h_begin = blk.h_begin, gh = blk.gh;
   const int nrows = blk.nrows, kmin = blk.kmin, kmax = blk.kmax;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
@@ -119,17 +119,13 @@ static __device__ __forceinline__ void cuda_attention_tile(const CudaAttnParams 
 
   // Chunk c's keys and values into its stage, zeros past kmax; then closes the copy group (an
   // empty one past the last chunk, so the waits below count the same).
-  const int32_t *blocks = p.block_tables + (int64_t)s * p.max_blocks;  // [max_blocks]
-  const int64_t head_off = (int64_t)kvh * hd;
   auto fetch = [&](int c) {
     if (c < num_chunks) {
       KV *Ks = chunks + (c % STAGES) * 2 * ATT_KEYS * stride, *Vs = Ks + ATT_KEYS * stride;
       for (int idx = threadIdx.x; idx < ATT_KEYS * q4; idx += ATT_THREADS) {
         const int jj = idx / q4, d = 4 * (idx % q4), j = kmin + c * ATT_KEYS + jj;
         const bool valid = j <= kmax;
-        const int64_t slot =
-            valid ? (int64_t)blocks[j / p.block_size] * p.block_size + j % p.block_size : 0;
-        const int64_t at = slot * p.kv_dim + head_off + d;
+        const int64_t at = cuda_attn_key_at(p, blk, j) + d;
         cuda_copy4_async(Ks + jj * stride + d, k_cache + at, valid);
         cuda_copy4_async(Vs + jj * stride + d, v_cache + at, valid);
       }
@@ -225,20 +221,11 @@ static __device__ __forceinline__ void cuda_attention_tile(const CudaAttnParams 
   }
 }
 
-// Blocks per SM the compiler must allow for (__launch_bounds__): left to it for a float32 cache
-// (112-180 registers, no spills: ptxas -v); 1 for a bf16 cache, which it otherwise squeezes into
-// 128 registers with spills (heads of 64: 155 registers without, 3 blocks an SM).
-template <typename KV>
-struct AttMinBlocks {
-  static constexpr int value = 0;
-};
-template <>
-struct AttMinBlocks<__nv_bfloat16> {
-  static constexpr int value = 1;
-};
-
+// __launch_bounds__ asks for 1 block an SM at least: left to itself the compiler squeezes some
+// instantiations into 128 registers with spills (ptxas -v); so it keeps 155-210, no spills
+// (heads of 64: 155-164, 3 blocks an SM, as the float32 kernel measured on the H200 had).
 template <typename KV, int DPL>
-__global__ void __launch_bounds__(ATT_THREADS, AttMinBlocks<KV>::value)
+__global__ void __launch_bounds__(ATT_THREADS, 1)
     cuda_attention_kernel(const __grid_constant__ CudaAttnParams p) {
   extern __shared__ float4 att_smem[];
   const CudaAttnBlock blk = cuda_attn_block(p);
@@ -251,9 +238,7 @@ __global__ void __launch_bounds__(ATT_THREADS, AttMinBlocks<KV>::value)
 template <typename KV, int DPL>
 static void cuda_attention_launch(CudaState *st, const CudaAttnParams &p, dim3 grid) {
   const size_t smem = cuda_attention_smem_bytes<KV, DPL>(p.head_dim);
-  if (smem > 48 * 1024)
-    CUDA_CHECK(cudaFuncSetAttribute(cuda_attention_kernel<KV, DPL>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  cuda_allow_smem(st, (const void *)cuda_attention_kernel<KV, DPL>, smem);
   cuda_attention_kernel<KV, DPL><<<grid, ATT_THREADS, smem, st->stream>>>(p);
   CUDA_CHECK_LAUNCH();
 }

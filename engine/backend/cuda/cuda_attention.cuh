@@ -49,6 +49,17 @@ static __device__ __forceinline__ CudaAttnBlock cuda_attn_block(const CudaAttnPa
   return b;
 }
 
+// Where key j of the block's sequence starts in the layer's cache, for the block's KV head (its
+// element offset, through the block table); past kmax, the head's first row (a mapped address
+// for a copy that fills zeros).
+static __device__ __forceinline__ int64_t cuda_attn_key_at(const CudaAttnParams &p,
+                                                           const CudaAttnBlock &b, int j) {
+  const int64_t head = (int64_t)b.kvh * p.head_dim;
+  if (j > b.kmax) return head;
+  const int32_t *blocks = p.block_tables + (int64_t)b.s * p.max_blocks;  // [max_blocks]
+  return ((int64_t)blocks[j / p.block_size] * p.block_size + j % p.block_size) * p.kv_dim + head;
+}
+
 // Whether the tensor-core kernels take this call (a bf16 cache, heads of 64).
 bool cuda_attention_flash_fits(const AttentionArgs *a);
 // The prefill kernel over num_tiles tiles of up to CUDA_ATTN_FLASH_TOKENS tokens (p.tiles).

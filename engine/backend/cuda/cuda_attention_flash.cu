@@ -69,16 +69,13 @@ template <int KEYS>
 static __device__ __forceinline__ void fa_fetch(FaChunk<KEYS> &c, const CudaAttnParams &p,
                                                 const CudaAttnBlock &b, int key0, int first,
                                                 int step) {
-  const int32_t *blocks = p.block_tables + (int64_t)b.s * p.max_blocks;  // [max_blocks]
   const __nv_bfloat16 *k_cache = (const __nv_bfloat16 *)p.k_cache;
   const __nv_bfloat16 *v_cache = (const __nv_bfloat16 *)p.v_cache;
   for (int idx = first; idx < 2 * KEYS * FA_PIECES; idx += step) {
     const int is_v = idx / (KEYS * FA_PIECES), key = idx / FA_PIECES % KEYS;
     const int piece = idx % FA_PIECES, j = key0 + key;
     const bool valid = j <= b.kmax;
-    const int64_t slot =
-        valid ? (int64_t)blocks[j / p.block_size] * p.block_size + j % p.block_size : 0;
-    const int64_t at = slot * p.kv_dim + (int64_t)b.kvh * FA_D + 8 * piece;
+    const int64_t at = cuda_attn_key_at(p, b, j) + 8 * piece;
     uint4 *dst = is_v ? &c.v[key][fa_piece(key, piece)] : &c.k[key][fa_piece(key, piece)];
     cuda_copy16_async(dst, (is_v ? v_cache : k_cache) + at, valid);
   }
@@ -318,8 +315,7 @@ void cuda_attention_flash_decode_launch(CudaState *st, const CudaAttnParams &p, 
   const int chunks = (p.group + FA_HEADS - 1) / FA_HEADS;
   const dim3 grid((unsigned)num_tiles, (unsigned)(num_kv_heads * chunks));
   const size_t smem = sizeof(CudaFlashDecodeSmem);
-  CUDA_CHECK(cudaFuncSetAttribute(cuda_attention_flash_decode_kernel,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  cuda_allow_smem(st, (const void *)cuda_attention_flash_decode_kernel, smem);
   cuda_attention_flash_decode_kernel<<<grid, 32 * FD_WARPS, smem, st->stream>>>(p);
   CUDA_CHECK_LAUNCH();
 }

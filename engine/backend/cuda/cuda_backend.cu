@@ -36,6 +36,19 @@ void *cuda_scratch(CudaState *st, CudaScratchSlot slot, size_t bytes) {
   return b->ptr;
 }
 
+void cuda_allow_smem(CudaState *st, const void *kernel, size_t bytes) {
+  if (bytes <= 48 * 1024) return;
+  int i = 0;
+  while (i < st->num_smem_allowed && st->smem_allowed[i].kernel != kernel) i++;
+  if (i < st->num_smem_allowed && st->smem_allowed[i].bytes >= bytes) return;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+  if (i == st->num_smem_allowed) {
+    CHECK(i < CUDA_SMEM_KERNELS);
+    st->num_smem_allowed++;
+  }
+  st->smem_allowed[i].kernel = kernel, st->smem_allowed[i].bytes = bytes;
+}
+
 void cuda_buffer_reserve(CudaBuffer *b, size_t bytes, bool pinned) {
   if (bytes <= b->bytes) return;
   size_t grown = b->bytes * 2 > bytes ? b->bytes * 2 : bytes;

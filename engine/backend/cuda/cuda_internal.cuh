@@ -108,6 +108,9 @@ enum CudaMoeKernel {
 // fits them; cuda-cores: every tile on the float32 kernel).
 enum CudaAttnKernel { CUDA_ATTN_KERNEL_AUTO, CUDA_ATTN_KERNEL_CUDA_CORES };
 
+// Kernels a backend may allow more than 48 KiB of dynamic shared memory (cuda_allow_smem).
+#define CUDA_SMEM_KERNELS 32
+
 struct CudaState {
   int device;
   CudaMoeKernel moe_kernel;
@@ -130,6 +133,12 @@ struct CudaState {
   // sample: the rows' parameters and the sampled ids, staged (pinned) and on the device
   CudaBuffer sample_host, sample_dev;
   CudaProfile *profile;  // NULL unless GPTOSS_CUDA_PROFILE=1
+  // kernels already allowed more than 48 KiB of dynamic shared memory, and how much
+  struct {
+    const void *kernel;
+    size_t bytes;
+  } smem_allowed[CUDA_SMEM_KERNELS];
+  int num_smem_allowed;
 };
 
 // NULL unless GPTOSS_CUDA_PROFILE=1. report prints the table to stderr and frees the profile.
@@ -162,6 +171,10 @@ CudaState *cuda_enter(Backend *be);
 // At least bytes of device scratch in slot (contents undefined, 256-byte aligned); grows, never
 // shrinks. Growing frees the old buffer, which waits for the work in flight.
 void *cuda_scratch(CudaState *st, CudaScratchSlot slot, size_t bytes);
+
+// Lets kernel launch with bytes of dynamic shared memory on the backend's device: past 48 KiB
+// that needs cudaFuncSetAttribute, called once per kernel (and size) rather than per launch.
+void cuda_allow_smem(CudaState *st, const void *kernel, size_t bytes);
 
 // Grows b to at least bytes (contents lost): pinned host memory, or device memory (freeing the
 // old device buffer waits for the work that may still read it).

@@ -263,9 +263,7 @@ void cuda_moe_gemm(CudaState *st, const CudaMoeGemm &g, int max_items) {
     case WEIGHT_MXFP4: cuda_moe_mxfp4_launch(st, g, grid); break;
     case WEIGHT_BF16: {
       const size_t smem = sizeof(CudaMoeBf16Smem);
-      if (smem > 48 * 1024)
-        CUDA_CHECK(cudaFuncSetAttribute(cuda_moe_bf16_kernel,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+      cuda_allow_smem(st, (const void *)cuda_moe_bf16_kernel, smem);
       cuda_moe_bf16_kernel<<<grid, MOE_THREADS, smem, st->stream>>>(g);
       break;
     }

@@ -215,8 +215,7 @@ __global__ void __launch_bounds__(WIDE_THREADS, 2)
 template <typename S>
 static void cuda_moe_wide_run(CudaState *st, const CudaMoeGemm &g, int max_items) {
   const size_t smem = sizeof(CudaMoeWideSmem<S>);
-  CUDA_CHECK(cudaFuncSetAttribute(cuda_moe_wide_kernel<S>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  cuda_allow_smem(st, (const void *)cuda_moe_wide_kernel<S>, smem);
   const dim3 grid((unsigned)max_items, (unsigned)((g.n + S::bn - 1) / S::bn));
   cuda_moe_wide_kernel<S><<<grid, WIDE_THREADS, smem, st->stream>>>(g);
 }
