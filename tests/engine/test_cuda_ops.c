@@ -902,6 +902,41 @@ static void test_moe_mxfp4(void **state) {
   moe_free(t, &m);
 }
 
+// Every expert block's scale drawn from [lo, hi], the device copy uploaded again.
+static void moe_set_scales(Twins *t, Moe *m, int lo, int hi, uint64_t seed) {
+  Rng r = {seed};
+  for (int e = 0; e < m->c.num_experts; e++) {
+    const WeightMatrix *w[2] = {&m->mlp1[e], &m->mlp2[e]};
+    for (int i = 0; i < 2; i++) {
+      uint8_t *scales = (uint8_t *)w[i]->scales;
+      for (int64_t b = 0; b < w[i]->rows * w[i]->cols / 32; b++)
+        scales[b] = (uint8_t)(lo + (int)(rng_next(&r) % (uint64_t)(hi - lo + 1)));
+    }
+  }
+  cuda_weights_free(t->gpu, &m->dev);
+  char err[512];
+  assert_true(cuda_weights_upload(t->gpu, &m->host, &m->dev, err, sizeof err));
+}
+
+// The decode's two paths (cuda_decode.cuh): block scales 2 .. 128 take one bf16x2 product,
+// others the float path. Scales up to 2^4 cross from one to the other within a row; 2^63 .. 2^67
+// take the float path only. x is small enough that mlp1's products stay inside the SwiGLU's clamp.
+static void test_moe_mxfp4_scale_paths(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  const int ranges[2][2] = {{126, 131}, {190, 194}};
+  for (int i = 0; i < 2; i++) {
+    Moe m;
+    moe_init(t, &m, 128, 96, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 940 + i);
+    moe_set_scales(t, &m, ranges[i][0], ranges[i][1], 950 + i);
+    char name[64];
+    snprintf(name, sizeof name, "mxfp4 scales %d .. %d", ranges[i][0], ranges[i][1]);
+    const float x_scale = ldexpf(1.0f, 127 - ranges[i][1] - 4);
+    check_moe(t, &m, name, 37, x_scale, false, 0, 8, 960 + i);
+    moe_free(t, &m);
+  }
+}
+
 static void test_moe_formats(void **state) {
   NEED_GPU(state);
   Twins *t = *state;
@@ -1217,6 +1252,7 @@ int main(void) {
       cmocka_unit_test(test_attention_groups_and_dims),
       cmocka_unit_test(test_attention_many_decodes),
       cmocka_unit_test(test_moe_mxfp4),
+      cmocka_unit_test(test_moe_mxfp4_scale_paths),
       cmocka_unit_test(test_moe_formats),
       cmocka_unit_test(test_moe_uneven_and_range),
       cmocka_unit_test(test_moe_ties_and_gpt_oss_shape),

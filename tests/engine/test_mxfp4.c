@@ -1,6 +1,10 @@
 // test_mxfp4.c: MXFP4 decoding (spec gptoss-model.md section 5.3) against values worked out by
 // hand, and against an independent decode of every byte from the e2m1 bit fields (sign,
-// exponent with bias 1, mantissa) in double precision.
+// exponent with bias 1, mantissa) in double precision. Also, on the host, the CUDA backend's
+// stored layout of expert codes (backend/cuda/cuda_mxfp4_layout.h): storing a word moves every
+// bit somewhere of its own, and the pairs read back from a stored word are, bit for bit, the
+// bf16 of each code's value (that same decode) times 2^-126, for every code at every position
+// beside random neighbours; the device kernels then only multiply by 2^126 x the scale.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +14,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend/cuda/cuda_mxfp4_layout.h"
 #include "model/mxfp4.h"
 
 // e2m1 from its bit fields: bit 3 sign, bits 2-1 exponent (bias 1, 0 = subnormal), bit 0 mantissa.
@@ -89,12 +94,72 @@ static void test_every_byte_and_scale_exact(void **state) {
   assert_true(mxfp4_value(0, 255) == 0.0f);
 }
 
+// The bf16 bits of code's value times 2^-126 (exact: a float, subnormal for the smallest, whose
+// low 16 bits are zero).
+static uint16_t scaled_bf16_bits(unsigned code) {
+  const float f = (float)ldexp(e2m1_from_bits(code), -126);
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  assert_int_equal(bits & 0xffffu, 0);
+  return (uint16_t)(bits >> 16);
+}
+
+static void test_storing_permutes_the_bits(void **state) {
+  (void)state;
+  uint32_t seen = 0;
+  for (int b = 0; b < 32; b++) {
+    const uint32_t stored = mxfp4_to_stored(1u << b);
+    assert_int_equal(__builtin_popcount(stored), 1);
+    assert_int_equal(stored & seen, 0);
+    seen |= stored;
+  }
+  assert_int_equal(seen, 0xffffffffu);
+}
+
+// Every pair of a stored word against the independent decode of its two codes.
+static void check_word(uint32_t word) {
+  uint32_t pair[4];
+  mxfp4_stored_pairs(mxfp4_to_stored(word), pair);
+  for (int i = 0; i < 8; i++) {
+    const unsigned code = word >> (4 * i) & 15u;
+    const uint16_t got = (uint16_t)(pair[i / 2] >> (16 * (i % 2)));
+    if (got != scaled_bf16_bits(code))
+      fail_msg("word %08x, code %d (%x): got bf16 %04x, want %04x", word, i, code, got,
+               scaled_bf16_bits(code));
+  }
+}
+
+static void test_every_code_at_every_position(void **state) {
+  (void)state;
+  uint64_t z = 0x243f6a8885a308d3ull;
+  for (int trial = 0; trial < 64; trial++) {
+    z = z * 6364136223846793005ull + 1442695040888963407ull;
+    const uint32_t neighbours = (uint32_t)(z >> 32);
+    for (int i = 0; i < 8; i++)
+      for (unsigned code = 0; code < 16; code++)
+        check_word((neighbours & ~(15u << (4 * i))) | code << (4 * i));
+  }
+}
+
+static void test_random_words(void **state) {
+  (void)state;
+  uint64_t z = 0x13198a2e03707344ull;
+  for (int trial = 0; trial < 100000; trial++) {
+    z = z * 6364136223846793005ull + 1442695040888963407ull;
+    check_word((uint32_t)(z >> 32));
+  }
+  check_word(0), check_word(0xffffffffu), check_word(0x88888888u), check_word(0x77777777u);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table_matches_bit_fields),
       cmocka_unit_test(test_handcrafted_block),
       cmocka_unit_test(test_groups_use_their_own_scale),
       cmocka_unit_test(test_every_byte_and_scale_exact),
+      cmocka_unit_test(test_storing_permutes_the_bits),
+      cmocka_unit_test(test_every_code_at_every_position),
+      cmocka_unit_test(test_random_words),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

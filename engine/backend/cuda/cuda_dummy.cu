@@ -4,7 +4,8 @@
 // would be generated on the host, then copied). Each checkpoint tensor's kept part (the shard's
 // rows and columns, weights_slice.h) is one kernel over its elements: kept element i -> its
 // index k in the whole tensor -> weights_dummy_values.h's value of element k (shared with the
-// host generator) -> the kept format. Two passes over the shard's tensors, as the upload does:
+// host generator) -> the kept format (MXFP4 expert codes then in the MoE kernels' stored layout,
+// as the upload leaves them). Two passes over the shard's tensors, as the upload does:
 // the first sizes the one allocation, the second generates into it.
 #include <stdio.h>
 
@@ -119,7 +120,7 @@ static void *cuda_dummy_tensor(CudaDummyGen *g, CheckpointRole role, int layer, 
   g->offset += ((size_t)p.n * cuda_dummy_elem_size(out) + 255) & ~(size_t)255;
   if (!g->base || g->failed) return NULL;
   if (p.n > 0) {
-    const unsigned blocks = p.n / 256 + 1 < 65536 ? cuda_blocks((size_t)p.n, 256) : 65536;
+    const unsigned blocks = cuda_stride_blocks((size_t)p.n, 256);
     cuda_dummy_kernel<<<blocks, 256, 0, g->st->stream>>>(p, g->base + at);
     CUDA_CHECK_LAUNCH();
   }
@@ -154,8 +155,8 @@ static void cuda_dummy_dense(CudaDummyGen *g, CheckpointRole role, int layer, We
 static void cuda_dummy_experts(CudaDummyGen *g, CheckpointRole blocks_role,
                                CheckpointRole scales_role, int layer, WeightMatrix *m) {
   CheckpointTensor b, s;
-  const uint8_t *blocks =
-      (const uint8_t *)cuda_dummy_tensor(g, blocks_role, layer, CUDA_DUMMY_BYTES, &b);
+  uint8_t *blocks = (uint8_t *)cuda_dummy_tensor(g, blocks_role, layer, CUDA_DUMMY_BYTES, &b);
+  if (blocks) cuda_mxfp4_store(g->st, blocks, (size_t)b.num_elements);  // as the upload stores them
   const uint8_t *scales =
       (const uint8_t *)cuda_dummy_tensor(g, scales_role, layer, CUDA_DUMMY_BYTES, &s);
   const int64_t rows = b.shape[1], groups = b.shape[2];

@@ -185,6 +185,13 @@ static inline unsigned cuda_blocks(size_t n, unsigned threads) {
   return (unsigned)((n + threads - 1) / threads);
 }
 
+// Blocks for a grid-stride loop over n items at threads per block: one per threads items, at
+// least 1, at most 65,536.
+static inline unsigned cuda_stride_blocks(size_t n, unsigned threads) {
+  const size_t blocks = cuda_blocks(n, threads);
+  return blocks < 1 ? 1 : blocks > 65536 ? 65536 : (unsigned)blocks;
+}
+
 // Carves n bytes (256-aligned) from a scratch cursor.
 static inline void *cuda_take(char **cursor, size_t n) {
   void *p = *cursor;

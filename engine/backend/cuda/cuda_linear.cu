@@ -47,10 +47,7 @@ __global__ void cuda_mxfp4_to_bf16_kernel(const uint8_t *blocks, const uint8_t *
 }
 
 // Grid for a grid-stride loop over n items.
-static unsigned cuda_linear_grid(int64_t n) {
-  const int64_t blocks = (n + 255) / 256;
-  return (unsigned)(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
-}
+static unsigned cuda_linear_grid(int64_t n) { return cuda_stride_blocks((size_t)n, 256); }
 
 // x as bf16 in scratch.   x: [n] float -> [n] bf16
 static const __nv_bfloat16 *cuda_linear_input_bf16(CudaState *st, const float *x, int64_t n) {

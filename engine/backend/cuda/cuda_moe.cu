@@ -201,7 +201,7 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
   CUDA_CHECK_LAUNCH();
 
   const int64_t total = (int64_t)T * hidden;
-  const unsigned blocks = total / 256 + 1 < 65536 ? cuda_blocks((size_t)total, 256) : 65536;
+  const unsigned blocks = cuda_stride_blocks((size_t)total, 256);
   if (fmt != WEIGHT_F32) {  // the tensor cores' input, rounded once
     cuda_moe_to_bf16_kernel<<<blocks, 256, 0, st->stream>>>((const float2 *)a->x, total / 2,
                                                             (__nv_bfloat162 *)x_bf16);

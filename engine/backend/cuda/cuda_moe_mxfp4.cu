@@ -3,7 +3,8 @@
 // rows) and CUDA_MOE_BN weight rows, 16 of them per warp. Nothing of the weights goes through
 // shared memory: each thread loads its 16-byte blocks of two weight rows straight into
 // registers, a chunk (MX_CHUNK columns) ahead of their use, and decodes them there to bf16x2
-// (cuda_mxfp4_decode_word, cuda_decode.cuh: byte permutes, one bf16x2 product for the scale).
+// (cuda_mxfp4_decode_word, cuda_decode.cuh: the codes are stored so that 9 logic operations and
+// one bf16x2 product for the scale decode 8 of them, cuda_mxfp4_layout.h).
 // The products are mma.sync m16n8k16 (bf16 in, float32 accumulation) with the
 // weights as the 16-row A operand and up to four 8-token tiles as B, so a decode item of one or
 // two tokens computes 8 token rows, not 32.

@@ -160,8 +160,7 @@ void cuda_add(Backend *be, float *dst, const float *src, size_t n) {
   CudaState *st = cuda_enter(be);
   CudaProfileScope profile(st, CUDA_PROF_ADD);
   if (n == 0) return;
-  const unsigned blocks =
-      n / CUDA_OPS_THREADS + 1 < 65536 ? cuda_blocks(n, CUDA_OPS_THREADS) : 65536;
+  const unsigned blocks = cuda_stride_blocks(n, CUDA_OPS_THREADS);
   cuda_add_kernel<<<blocks, CUDA_OPS_THREADS, 0, st->stream>>>(dst, src, n);
   CUDA_CHECK_LAUNCH();
 }

@@ -1,8 +1,9 @@
 // cuda_weights.cu: the device copy of a GptOssWeights: one device allocation holding every
 // matrix (in its format: BF16/F32 dense, MXFP4/BF16/F32 experts) and float32 vector, and host
 // structs of the same shapes pointing into it, for the shard the host weights hold (its layers,
-// heads, experts). One walk over the weights serves both passes: sizing (and refusing Q8) and
-// copying. Never touches the host weights' memory beyond reading.
+// heads, experts; MXFP4 expert codes moved into the layout the MoE kernels decode,
+// cuda_mxfp4_layout.h). One walk over the weights serves both passes: sizing (and refusing Q8)
+// and copying. Never touches the host weights' memory beyond reading.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,30 @@ static void cuda_upload_matrix(CudaUpload *u, const WeightMatrix *h, WeightMatri
   cuda_upload_piece(u, h->scales, scale_bytes, &d->scales);
 }
 
+__global__ void cuda_mxfp4_store_kernel(uint32_t *words, int64_t n) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    words[i] = mxfp4_to_stored(words[i]);
+}
+
+void cuda_mxfp4_store(CudaState *st, void *codes, size_t bytes) {
+  const size_t n = bytes / 4;  // rows of whole 16-byte blocks: whole words
+  if (n == 0) return;
+  const unsigned blocks = cuda_stride_blocks(n, 256);
+  cuda_mxfp4_store_kernel<<<blocks, 256, 0, st->stream>>>((uint32_t *)codes, (int64_t)n);
+  CUDA_CHECK_LAUNCH();
+}
+
+// A layer's mlp1 or mlp2 experts, their MXFP4 codes moved into the stored layout once copied.
+static void cuda_upload_experts(CudaUpload *u, const WeightMatrix *h, WeightMatrix *d, size_t E,
+                                const char *name, int layer) {
+  for (size_t e = 0; h && e < E; e++) {
+    cuda_upload_matrix(u, &h[e], &d[e], name, layer);
+    if (d[e].data && d[e].format == WEIGHT_MXFP4)
+      cuda_mxfp4_store(u->st, (void *)d[e].data, (size_t)(d[e].rows * d[e].cols / 2));
+  }
+}
+
 // The shard's experts per layer.
 static size_t cuda_num_experts(const GptOssWeights *h) {
   return (size_t)(h->shard.expert_end - h->shard.expert_begin);
@@ -91,11 +116,9 @@ static void cuda_upload_walk(CudaUpload *u, const GptOssWeights *h, GptOssWeight
     cuda_upload_vector(u, hl->mlp_norm, hidden, &dl->mlp_norm);
     cuda_upload_matrix(u, &hl->gate, &dl->gate, "gate (router)", l);
     cuda_upload_vector(u, hl->gate_bias, (size_t)c->num_experts, &dl->gate_bias);
-    for (size_t e = 0; hl->mlp1 && e < E; e++)
-      cuda_upload_matrix(u, &hl->mlp1[e], &dl->mlp1[e], "mlp1", l);
+    cuda_upload_experts(u, hl->mlp1, dl->mlp1, E, "mlp1", l);
     cuda_upload_vector(u, hl->mlp1_bias, E * 2 * inter, &dl->mlp1_bias);
-    for (size_t e = 0; hl->mlp2 && e < E; e++)
-      cuda_upload_matrix(u, &hl->mlp2[e], &dl->mlp2[e], "mlp2", l);
+    cuda_upload_experts(u, hl->mlp2, dl->mlp2, E, "mlp2", l);
     cuda_upload_vector(u, hl->mlp2_bias, E * hidden, &dl->mlp2_bias);
   }
   cuda_upload_vector(u, h->final_norm, hidden, &d->final_norm);

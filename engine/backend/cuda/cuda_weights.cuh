@@ -6,6 +6,7 @@
 #define GE_BACKEND_CUDA_CUDA_WEIGHTS_CUH
 
 #include "backend/cuda/cuda_internal.cuh"
+#include "backend/cuda/cuda_mxfp4_layout.h"
 
 // What a device GptOssWeights' `owned` points at (cuda_weights_free releases it).
 struct CudaWeightsOwned {
@@ -22,5 +23,10 @@ CudaWeightsOwned *cuda_weights_skeleton(GptOssWeights *device, bool with_layers)
 // The one device allocation of bytes into o->device; false with how much was needed and free.
 bool cuda_weights_alloc(CudaState *st, CudaWeightsOwned *o, size_t bytes, char *err,
                         size_t err_size);
+
+// MXFP4 expert codes (bytes of them, whole 16-byte blocks) moved in place, on the stream, into
+// the layout the MoE kernels decode (cuda_mxfp4_layout.h); both makers store every MXFP4 expert
+// matrix so.
+void cuda_mxfp4_store(CudaState *st, void *codes, size_t bytes);
 
 #endif
