@@ -53,8 +53,11 @@ typedef struct {
 
 // How a device samples one row of logits (the op sample below).
 typedef struct {
-  float temperature;  // 0: greedy; > 0: the draw below over softmax(logits / temperature);
+  float temperature;  // 0: greedy; > 0: the draw below over softmax(logits / temperature),
+                      // restricted to the kept set of top_k and top_p (common/pick.h, pick_top);
                       // < 0: not on the device (the host samples the row)
+  int top_k;          // <= 0 or >= the vocabulary: every id
+  float top_p;        // (0, 1]; 1: every id
   double draw;        // uniform in [0, 1): the request's next draw (core/sampler.h)
 } SampleRow;
 
@@ -111,9 +114,10 @@ struct Backend {
   // [num_rows, vocab] (backend memory) by rows[i] into host ids[i] (-1 for a row whose
   // temperature is < 0): greedy is the argmax, lowest id on ties (NaNs aside); a temperature t
   // takes the first id, in id order, at which the running sum of exp((logit - max) / t) passes
-  // draw times the row's total: core/sampler.h's sampler_sample_drawn over the whole vocabulary,
-  // up to the order of the float sums (the CPU's picks through common/pick.h as the host does,
-  // so its ids are the host's exactly).
+  // draw times the row's total, or with top-k / top-p the first in the kept set's order
+  // (common/pick.h, pick_top): core/sampler.h's sampler_sample_drawn, up to the order and units
+  // of the sums (the CPU's picks through common/pick.h as the host does, so its ids are the
+  // host's exactly).
   void (*sample)(Backend *be, const float *logits, int num_rows, int vocab, const SampleRow *rows,
                  int32_t *ids);
   // Copies bytes of backend memory to the host (a memcpy on the CPU).

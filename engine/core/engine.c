@@ -88,16 +88,18 @@ static uint32_t sample_request(Engine *e, Request *r, float *row, int vocab, dou
 }
 
 // The request's draw for this step, and whether a device may sample its row: only a row that
-// needs nothing but the pick (no logprobs, no processing, the whole vocabulary).
-static SampleRow sample_row_of(const Engine *e, Request *r, int vocab) {
+// needs nothing but the pick (no logprobs, no processing).
+static SampleRow sample_row_of(const Engine *e, Request *r) {
   const EngineRequestParams *p = &r->params;
   SamplerInputs in = req_sampler_inputs(r);
   const double draw = sampler_draw(&p->sampling, &r->rng);
-  const bool device = !e->config.host_sampling && !p->logprobs &&
-                      !sampler_needs_processing(&p->sampling, &in) &&
-                      sampler_whole_vocabulary(&p->sampling, vocab);
+  const bool device =
+      !e->config.host_sampling && !p->logprobs && !sampler_needs_processing(&p->sampling, &in);
   const float t = p->sampling.temperature > 0 ? p->sampling.temperature : 0;
-  return (SampleRow){device ? t : -1, draw};
+  return (SampleRow){.temperature = device ? t : -1,
+                     .top_k = p->sampling.top_k,
+                     .top_p = p->sampling.top_p,
+                     .draw = draw};
 }
 
 static void run_step(Engine *e, Step *step) {
@@ -105,11 +107,10 @@ static void run_step(Engine *e, Step *step) {
   int vocab = runner_config(e->runner)->vocab_size;
   int64_t start_ns = clock_now_ns();
   for (int row = 0; row < step->builder.batch.num_logits; row++)
-    step->sample_rows[row] = (SampleRow){-1, 0};
+    step->sample_rows[row] = (SampleRow){.temperature = -1, .top_p = 1.0f};
   for (int i = 0; i < plan->num_entries; i++) {
     const SchedEntry *entry = &plan->entries[i];
-    if (entry->sample_row >= 0)
-      step->sample_rows[entry->sample_row] = sample_row_of(e, entry->req, vocab);
+    if (entry->sample_row >= 0) step->sample_rows[entry->sample_row] = sample_row_of(e, entry->req);
   }
   runner_forward(e->runner, &step->builder.batch, e->logits, step->sample_rows, step->device_ids);
   for (int i = 0; i < plan->num_entries; i++) {

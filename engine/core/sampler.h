@@ -53,10 +53,6 @@ typedef struct {
   float top_logprobs[SAMPLER_MAX_LOGPROBS];
 } SampleLogprobs;
 
-// Buckets of probabilities by the 12 high bits of their float (the sign bit is always 0).
-#define SAMPLER_BUCKET_SHIFT 20
-#define SAMPLER_NUM_BUCKETS (1u << (32 - SAMPLER_BUCKET_SHIFT - 1))
-
 // A per-request random stream (splitmix64-seeded xorshift).
 typedef struct {
   uint64_t state;
@@ -66,10 +62,8 @@ void sampler_rng_seed(SamplerRng *rng, uint64_t seed);
 
 // Reusable buffers, grown to the vocabulary; zero-initialise, free with sampler_scratch_free.
 typedef struct {
-  float *probs;             // [cap]
-  uint32_t *ids;            // [cap]
-  uint32_t *bucket_counts;  // [SAMPLER_NUM_BUCKETS] probabilities per bucket
-  double *bucket_mass;      // [SAMPLER_NUM_BUCKETS] their sum
+  float *probs;  // [cap]
+  void *top;     // pick_top's scratch for rows of cap
   size_t cap;
   uint32_t *counts;  // [vocab_cap] all 0 between calls (penalties count tokens here)
   float *raw;        // [vocab_cap] the unprocessed row, kept when logprobs need it
@@ -109,9 +103,5 @@ double sampler_draw(const SamplingParams *p, SamplerRng *rng);
 // probable first).
 uint32_t sampler_sample_drawn(const float *logits, int vocab_size, const SamplingParams *p,
                               double draw, SamplerScratch *scratch);
-
-// True when p keeps the whole vocabulary (greedy, or neither top-k nor top-p): what a device
-// sampler (backend.h, sample) does; the host keeps top-k and top-p.
-bool sampler_whole_vocabulary(const SamplingParams *p, int vocab_size);
 
 #endif

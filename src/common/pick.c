@@ -3,6 +3,12 @@
 
 #include <emmintrin.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// pick_top's buckets: probabilities by the 12 high bits of their float (the sign bit is always 0).
+#define PICK_BUCKET_SHIFT 20
+#define PICK_NUM_BUCKETS (1u << (32 - PICK_BUCKET_SHIFT - 1))
 
 // Two passes: the maximum with SSE2 (x86-64's baseline; 16 lanes in four registers, no index
 // bookkeeping, so it runs at the speed of the memory: about 4x the one-pass form that tracked
@@ -44,4 +50,86 @@ uint32_t pick_drawn(const float *probs, int n, double draw) {
     if (u < 0) return (uint32_t)i;
   }
   return (uint32_t)(n - 1);  // rounding at the end
+}
+
+// pick_top's scratch: the bucket totals, then the candidate ids.
+typedef struct {
+  uint32_t counts[PICK_NUM_BUCKETS];  // probabilities per bucket
+  double mass[PICK_NUM_BUCKETS];      // their sum
+  uint32_t ids[];                     // [n]
+} PickTop;
+
+size_t pick_top_scratch_bytes(int n) { return sizeof(PickTop) + (size_t)n * sizeof(uint32_t); }
+
+static uint32_t bucket_of(float p) {
+  uint32_t bits;
+  memcpy(&bits, &p, sizeof bits);
+  return bits >> PICK_BUCKET_SHIFT;
+}
+
+static int by_prob_desc(const void *a, const void *b, void *probs) {
+  float pa = ((const float *)probs)[*(const uint32_t *)a];
+  float pb = ((const float *)probs)[*(const uint32_t *)b];
+  if (pa != pb) return pa < pb ? 1 : -1;
+  return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;  // lower id first on ties
+}
+
+// Fills t->ids with the kept set in descending probability and returns its size.
+static size_t kept_set(const float *probs, int n, int top_k, float top_p, PickTop *t) {
+  memset(t->counts, 0, sizeof t->counts);
+  memset(t->mass, 0, sizeof t->mass);
+  double total = 0;
+  for (int i = 0; i < n; i++) {
+    t->counts[bucket_of(probs[i])]++;
+    t->mass[bucket_of(probs[i])] += probs[i];
+    total += probs[i];
+  }
+  // Walk buckets from the most probable until they hold the top k (with top-k) or top_p of the
+  // mass (without): that bucket and those above it hold the kept set.
+  const bool has_k = top_k > 0 && top_k < n;
+  const size_t k_limit = has_k ? (size_t)top_k : (size_t)n;
+  size_t num_above = 0;
+  double mass_above = 0;
+  int64_t boundary = PICK_NUM_BUCKETS - 1;
+  for (; boundary >= 0; boundary--) {
+    num_above += t->counts[boundary];
+    mass_above += t->mass[boundary];
+    if (has_k ? num_above >= k_limit : mass_above >= top_p * total) break;
+  }
+  if (boundary < 0) boundary = 0;
+  size_t num = 0;
+  for (int i = 0; i < n; i++)
+    if (bucket_of(probs[i]) >= (uint32_t)boundary) t->ids[num++] = (uint32_t)i;
+  qsort_r(t->ids, num, sizeof *t->ids, by_prob_desc, (void *)probs);
+  if (num > k_limit) num = k_limit;
+  // top_p is a share of the top-k set's mass: the whole row's without top-k (the candidates in
+  // the buckets walked are only a part of it)
+  double top_k_mass = 0;
+  for (size_t i = 0; has_k && i < num; i++) top_k_mass += probs[t->ids[i]];
+  if (!has_k) top_k_mass = total;
+  size_t keep = 0;
+  double cumulative = 0;
+  while (keep < num) {
+    cumulative += probs[t->ids[keep++]];
+    if (cumulative >= top_p * top_k_mass) break;
+  }
+  return keep;
+}
+
+bool pick_keeps_all(int n, int top_k, float top_p) {
+  return (top_k <= 0 || top_k >= n) && !(top_p < 1.0f);
+}
+
+uint32_t pick_top(const float *probs, int n, int top_k, float top_p, double draw, void *scratch) {
+  if (pick_keeps_all(n, top_k, top_p)) return pick_drawn(probs, n, draw);
+  PickTop *t = scratch;
+  const size_t num = kept_set(probs, n, top_k, top_p, t);
+  double kept_mass = 0;
+  for (size_t i = 0; i < num; i++) kept_mass += probs[t->ids[i]];
+  double u = draw * kept_mass;
+  for (size_t i = 0; i < num; i++) {
+    u -= probs[t->ids[i]];
+    if (u < 0) return t->ids[i];
+  }
+  return t->ids[num - 1];  // rounding at the end
 }

@@ -22,6 +22,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_internal.h"
 #include "common/check.h"
+#include "common/pick.h"
 #include "core/sampler.h"
 #include "model/q8.h"
 #include "test_rng.h"
@@ -1351,17 +1352,24 @@ static void test_moe_grouping(void **state) {
 // sample
 
 // The sample op picks each row's token as the host sampler picks it (common/pick.h on both
-// sides): greedy rows the argmax (a tie to the lower id), rows with a temperature the draw's id,
-// exactly; a negative temperature leaves the row to the host (-1).
+// sides): greedy rows the argmax (a tie to the lower id), rows with a temperature the draw's id
+// over the whole row or its top-k / top-p kept set, exactly; a negative temperature leaves the
+// row to the host (-1).
 static void test_sample_matches_host(void **state) {
   Backend *be = *state;
-  enum { ROWS = 9, VOCAB = 1000 };
+  enum { ROWS = 13, VOCAB = 1000 };
   Rng r = {1600};
   float *logits = random_floats(&r, (size_t)ROWS * VOCAB, 4.0f);  // [ROWS, VOCAB]
   logits[2 * VOCAB + 700] = logits[2 * VOCAB + 10] = 50.0f;       // row 2: a tie
-  const float temps[ROWS] = {0, 0.5f, 0, 1.0f, -1, 1.7f, 2.5f, 0.9f, -1};
+  const float temps[ROWS] = {0, 0.5f, 0, 1.0f, -1, 1.7f, 2.5f, 0.9f, -1, 1.0f, 1.0f, 0.7f, 2.0f};
+  const int top_k[ROWS] = {[9] = 50, [11] = 20, [12] = 1};
+  const float top_p[ROWS] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0.8f, 0.5f, 1};
   SampleRow rows[ROWS];
-  for (int i = 0; i < ROWS; i++) rows[i] = (SampleRow){temps[i], (rng_float(&r) + 1.0) / 2};
+  for (int i = 0; i < ROWS; i++)
+    rows[i] = (SampleRow){.temperature = temps[i],
+                          .top_k = top_k[i],
+                          .top_p = top_p[i],
+                          .draw = (rng_float(&r) + 1.0) / 2};
   int32_t ids[ROWS];
   be->sample(be, logits, ROWS, VOCAB, rows, ids);
   SamplerScratch scratch = {0};
@@ -1370,12 +1378,13 @@ static void test_sample_matches_host(void **state) {
       assert_int_equal(ids[i], -1);
       continue;
     }
-    const SamplingParams p = {.temperature = temps[i], .top_p = 1.0f};
+    const SamplingParams p = {.temperature = temps[i], .top_p = top_p[i], .top_k = top_k[i]};
     const uint32_t want =
         sampler_sample_drawn(logits + (size_t)i * VOCAB, VOCAB, &p, rows[i].draw, &scratch);
     assert_int_equal(ids[i], want);
   }
   assert_int_equal(ids[2], 10);
+  assert_int_equal(ids[12], pick_argmax(logits + 12 * VOCAB, VOCAB));  // top-k 1: the argmax
   sampler_scratch_free(&scratch);
   free(logits);
 }

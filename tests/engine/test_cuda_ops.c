@@ -1078,6 +1078,7 @@ static void check_sample(Twins *t, int rows, int vocab, float scale, uint64_t se
     float *xr = x + (size_t)row * vocab;
     if (row % 5 == 0 && vocab > 2) xr[vocab / 2] = xr[vocab - 1] = scale;  // a tie for the max
     plan[row].temperature = temperatures[row % 5];
+    plan[row].top_p = 1.0f;
     plan[row].draw = row == 1   ? 0.0
                      : row == 2 ? 1.0 - 0x1p-53
                                 : (double)(rng_next(&r) >> 11) * 0x1p-53;
@@ -1126,6 +1127,110 @@ static void test_sample(void **state) {
   check_sample(t, 50, 1000, 4.0f, 1302);      // fewer ids than threads
   check_sample(t, 100, 201088, 1.0f, 1303);   // GPT-OSS's vocabulary, flat
   check_sample(t, 100, 201088, 16.0f, 1304);  // peaked (a few ids hold the mass)
+}
+
+// Sorts ids by weight descending, lower id first on ties (the kept set's order).
+static const double *g_top_weights;
+static int by_weight_desc(const void *a, const void *b) {
+  const int i = *(const int *)a, j = *(const int *)b;
+  const double wi = g_top_weights[i], wj = g_top_weights[j];
+  if (wi != wj) return wi < wj ? 1 : -1;
+  return i < j ? -1 : 1;
+}
+
+// Whether id is the float64 answer for a top-k / top-p row (pick_top's rule): the weights
+// exp((x_i - max) / t) most probable first (in id order when the row keeps them all), the top k, then the shortest run whose mass reaches
+// top_p of theirs, then the running sum passing draw x the kept mass at id, give or take 1e-6 of
+// the total.
+static bool sample_top_is_exact(const float *x, int vocab, const SampleRow *r, int id) {
+  double max = x[0], total = 0;
+  for (int i = 1; i < vocab; i++) max = fmax(max, x[i]);
+  double *w = xmalloc((size_t)vocab * sizeof *w);
+  int *order = xmalloc((size_t)vocab * sizeof *order);
+  for (int i = 0; i < vocab; i++) w[i] = exp((x[i] - max) / r->temperature), order[i] = i;
+  for (int i = 0; i < vocab; i++) total += w[i];
+  int kept = r->top_k > 0 && r->top_k < vocab ? r->top_k : vocab;
+  g_top_weights = w;
+  if (kept < vocab || r->top_p < 1.0f)  // else the whole row, in id order
+    qsort(order, (size_t)vocab, sizeof *order, by_weight_desc);
+  double kept_mass = 0;
+  for (int j = 0; j < kept; j++) kept_mass += w[order[j]];
+  if (r->top_p < 1.0f) {
+    const double target = r->top_p * kept_mass;
+    double run = 0;
+    int j = 0;
+    while (j < kept && (run += w[order[j]], j++, run < target)) {
+    }
+    kept = j, kept_mass = run;
+  }
+  const double target = r->draw * kept_mass, slack = 1e-6 * total;
+  bool exact = false;
+  double before = 0;
+  for (int j = 0; j < kept && !exact; j++) {
+    const double after = before + w[order[j]];
+    exact = order[j] == id && before - slack <= target && target < after + slack;
+    before = after;
+  }
+  free(w), free(order);
+  return exact;
+}
+
+// Rows with top-k and top-p at temperatures 0.7, 1 and 2.5 (random draws), each sampled on the
+// device: the id must be the float64 answer and most must be the host sampler's exactly.
+static void check_sample_top(Twins *t, int rows, int vocab, float scale, uint64_t seed) {
+  static const struct {
+    int k;
+    float p;
+  } cases[] = {{50, 1.0f}, {0, 0.9f}, {40, 0.8f}, {1, 1.0f}, {-2, 1.0f}, {0, 0.05f}};
+  static const float temperatures[] = {0.7f, 1.0f, 2.5f};
+  enum { NUM_CASES = sizeof cases / sizeof cases[0] };
+  Rng r = {seed};
+  float *x = random_floats(&r, (size_t)rows * vocab, scale);
+  SampleRow *plan = xcalloc((size_t)rows, sizeof *plan);
+  int32_t *ids = xmalloc((size_t)rows * sizeof *ids);
+  for (int row = 0; row < rows; row++) {
+    const int k = cases[row % NUM_CASES].k;
+    plan[row] = (SampleRow){.temperature = temperatures[row % 3],
+                            .top_k = k == -2 ? vocab - 1 : k,  // -2: all but one
+                            .top_p = cases[row % NUM_CASES].p,
+                            .draw = (double)(rng_next(&r) >> 11) * 0x1p-53};
+    ids[row] = 12345;
+  }
+  float *dx = dev_copy(t->gpu, x, (size_t)rows * vocab * sizeof(float));
+  t->gpu->sample(t->gpu, dx, rows, vocab, plan, ids);
+  SamplerScratch scratch = {0};
+  int agree = 0;
+  for (int row = 0; row < rows; row++) {
+    const float *xr = x + (size_t)row * vocab;
+    const SamplingParams p = {
+        .temperature = plan[row].temperature, .top_p = plan[row].top_p, .top_k = plan[row].top_k};
+    const int want = (int)sampler_sample_drawn(xr, vocab, &p, plan[row].draw, &scratch);
+    if (!(ids[row] >= 0 && ids[row] < vocab) ||
+        !sample_top_is_exact(xr, vocab, &plan[row], ids[row])) {
+      print_error(
+          "row %d (t %g, top-k %d, top-p %g, draw %.17g): id %d is not the float64 "
+          "answer (host: %d)\n",
+          row, plan[row].temperature, plan[row].top_k, plan[row].top_p, plan[row].draw, ids[row],
+          want);
+      fail();
+    }
+    agree += ids[row] == want;
+  }
+  print_message("# sample top-k/top-p %d rows of %d (scale %g): %d of %d as the host's\n", rows,
+                vocab, scale, agree, rows);
+  assert_true(agree * 10 >= rows * 9);
+  sampler_scratch_free(&scratch);
+  free(x), free(plan), free(ids);
+  t->gpu->free(t->gpu, dx);
+}
+
+static void test_sample_top(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
+  check_sample_top(t, 36, 33, 1.0f, 1310);       // a partial chunk in every warp's segment
+  check_sample_top(t, 36, 1000, 4.0f, 1311);     // fewer ids than threads
+  check_sample_top(t, 36, 201088, 1.0f, 1312);   // GPT-OSS's vocabulary, flat
+  check_sample_top(t, 36, 201088, 16.0f, 1313);  // peaked
 }
 
 // Two device pieces of bytes are the same bytes (both absent counts as the same).
@@ -1259,6 +1364,7 @@ int main(void) {
       cmocka_unit_test(test_moe_wide),
       cmocka_unit_test(test_moe_wide_forced),
       cmocka_unit_test(test_sample),
+      cmocka_unit_test(test_sample_top),
       cmocka_unit_test(test_dummy_weights_on_device),
       cmocka_unit_test(test_weights_refuse_q8),
   };

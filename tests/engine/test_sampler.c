@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pick.h"
 #include "core/sampler.h"
 
 #define NUM_DRAWS 40000
@@ -152,13 +153,10 @@ static void test_draw_before_the_logits(void **state) {
   const uint32_t want[] = {0, 0, 0, 1, 1, 2, 2, 3, 3};
   for (size_t i = 0; i < sizeof draws / sizeof *draws; i++)
     assert_int_equal(sampler_sample_drawn(logits, 4, &p, draws[i], &s), want[i]);
-  assert_true(sampler_whole_vocabulary(&greedy, 4));
-  assert_true(sampler_whole_vocabulary(&p, 4));
-  assert_true(
-      sampler_whole_vocabulary(&(SamplingParams){.temperature = 1, .top_p = 1, .top_k = 4}, 4));
-  assert_false(
-      sampler_whole_vocabulary(&(SamplingParams){.temperature = 1, .top_p = 1, .top_k = 3}, 4));
-  assert_false(sampler_whole_vocabulary(&(SamplingParams){.temperature = 1, .top_p = 0.9f}, 4));
+  assert_true(pick_keeps_all(4, 0, 1.0f));
+  assert_true(pick_keeps_all(4, 4, 1.0f));
+  assert_false(pick_keeps_all(4, 3, 1.0f));
+  assert_false(pick_keeps_all(4, 0, 0.9f));
   sampler_scratch_free(&s);
 }
 
@@ -205,6 +203,40 @@ static void test_kept_set_matches_a_full_sort(void **state) {
   free(probs);
   free(order);
   free(kept);
+}
+
+// Top-p alone keeps the shortest run, most probable first, whose mass reaches top_p of the
+// whole row's (a full sort in float64 says where it ends): a draw just below 1 takes its last
+// element, a draw of 0 its first.
+static void test_top_p_alone_reaches_top_p_of_the_row(void **state) {
+  (void)state;
+  enum { VOCAB = 1000 };
+  static float logits[VOCAB];
+  static double weights[VOCAB];
+  static uint32_t order[VOCAB];
+  srand(7);
+  double max = -INFINITY, total = 0;
+  for (int i = 0; i < VOCAB; i++) {
+    logits[i] = (float)(rand() % 100000) / 10000.0f;
+    if (logits[i] > max) max = logits[i];
+  }
+  for (int i = 0; i < VOCAB; i++) total += weights[i] = exp((logits[i] - max) / 1.3), order[i] = i;
+  for (int i = 1; i < VOCAB; i++)  // insertion sort: weight descending, lower id first
+    for (int j = i; j > 0; j--) {
+      const uint32_t a = order[j - 1], b = order[j];
+      if (weights[b] > weights[a] || (weights[b] == weights[a] && b < a))
+        order[j - 1] = b, order[j] = a;
+    }
+  const float top_p[] = {0.3f, 0.8f, 0.95f};
+  SamplerScratch s = {0};
+  for (size_t t = 0; t < sizeof top_p / sizeof *top_p; t++) {
+    int kept = 0;
+    for (double run = 0; run < top_p[t] * total;) run += weights[order[kept++]];
+    const SamplingParams p = {.temperature = 1.3f, .top_p = top_p[t]};
+    assert_int_equal(sampler_sample_drawn(logits, VOCAB, &p, 1.0 - 0x1p-53, &s), order[kept - 1]);
+    assert_int_equal(sampler_sample_drawn(logits, VOCAB, &p, 0.0, &s), order[0]);
+  }
+  sampler_scratch_free(&s);
 }
 
 static void assert_row(const float *got, const float *want, int n) {
@@ -336,6 +368,7 @@ int main(void) {
       cmocka_unit_test(test_same_seed_same_tokens),
       cmocka_unit_test(test_draw_before_the_logits),
       cmocka_unit_test(test_kept_set_matches_a_full_sort),
+      cmocka_unit_test(test_top_p_alone_reaches_top_p_of_the_row),
       cmocka_unit_test(test_repetition_penalty),
       cmocka_unit_test(test_frequency_and_presence_penalties),
       cmocka_unit_test(test_logit_bias_then_penalties),

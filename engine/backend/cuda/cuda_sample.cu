@@ -8,13 +8,20 @@
 //     repeats pass 2's scans over its segment until the running sum passes the target.
 // Passes 2 and 3 add the same numbers in the same order, so the chosen segment always holds the
 // crossing; the result is core/sampler.h's sampler_sample_drawn up to the order of float sums.
+// A row with top-k or top-p takes cuda_sample_top.cuh's selection after pass 1 instead.
 #include <math.h>
 #include <string.h>
 
 #include "backend/cuda/cuda_internal.cuh"
 
+extern "C" {
+#include "common/pick.h"
+}
+
 #define SAMPLE_THREADS 1024
 #define SAMPLE_WARPS (SAMPLE_THREADS / 32)
+
+#include "backend/cuda/cuda_sample_top.cuh"
 
 struct SampleArgmax {
   float value;
@@ -57,7 +64,7 @@ __global__ static void cuda_sample_kernel(const float *logits, int vocab, const 
   __shared__ SampleArgmax warp_best[SAMPLE_WARPS];
   __shared__ double warp_total[SAMPLE_WARPS];
   __shared__ float row_max;
-  __shared__ int chosen_warp;
+  __shared__ int row_argmax, chosen_warp;
   __shared__ double chosen_base, target;
   const SampleRow r = rows[blockIdx.x];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -77,12 +84,18 @@ __global__ static void cuda_sample_kernel(const float *logits, int vocab, const 
   if (warp == 0) {
     best = sample_warp_argmax(warp_best[lane]);
     if (lane == 0) {
-      row_max = best.value;
+      row_max = best.value, row_argmax = best.index;
       if (r.temperature == 0) ids[blockIdx.x] = best.index;
     }
   }
   __syncthreads();
   if (r.temperature == 0) return;
+  if (top_keeps_some(r, vocab)) {  // the dynamic shared memory is there for such rows
+    extern __shared__ __align__(16) unsigned char top_smem[];
+    const int id = top_pick(x, vocab, row_max, r, *(TopShared *)top_smem);
+    if (threadIdx.x == 0) ids[blockIdx.x] = id >= 0 ? id : row_argmax;  // (always found)
+    return;
+  }
 
   // 2: each warp's segment total, chunk by chunk
   const float max = row_max, t = r.temperature;
@@ -137,7 +150,12 @@ void cuda_sample(Backend *be, const float *logits, int num_rows, int vocab, cons
   memcpy(host, rows, (size_t)num_rows * sizeof(SampleRow));
   CUDA_CHECK(cudaMemcpyAsync(dev, host, (size_t)num_rows * sizeof(SampleRow),
                              cudaMemcpyHostToDevice, st->stream));
-  cuda_sample_kernel<<<num_rows, SAMPLE_THREADS, 0, st->stream>>>(
+  bool any_top = false;
+  for (int i = 0; i < num_rows; i++)
+    any_top |= rows[i].temperature > 0 && !pick_keeps_all(vocab, rows[i].top_k, rows[i].top_p);
+  const size_t smem = any_top ? sizeof(TopShared) : 0;
+  if (any_top) cuda_allow_smem(st, (const void *)cuda_sample_kernel, smem);
+  cuda_sample_kernel<<<num_rows, SAMPLE_THREADS, smem, st->stream>>>(
       logits, vocab, (const SampleRow *)dev, (int32_t *)(dev + rows_bytes));
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaMemcpyAsync(host + rows_bytes, dev + rows_bytes, ids_bytes, cudaMemcpyDeviceToHost,
