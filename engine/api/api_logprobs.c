@@ -49,7 +49,7 @@ static void chat_token(ApiLogprobs *l, Buf *out, uint32_t id, float logprob) {
 }
 
 static void chat_entry(ApiLogprobs *l, const TokenEvent *ev, Buf *out) {
-  const SampleLogprobs *lp = &ev->logprobs;
+  const PickLogprobs *lp = &ev->logprobs;
   chat_token(l, out, ev->token_id, lp->logprob);
   buf_append_str(out, ",\"top_logprobs\":[");
   for (int k = 0; k < lp->num_top && k < l->num_top; k++) {
@@ -82,7 +82,7 @@ static bool cmpl_pair(ApiLogprobs *l, Buf *dict, size_t dict_start, uint32_t id,
 
 // A completions token's four items, each appended to its own Buf.
 static void cmpl_items(ApiLogprobs *l, const TokenEvent *ev, Buf *items[4]) {
-  const SampleLogprobs *lp = &ev->logprobs;
+  const PickLogprobs *lp = &ev->logprobs;
   buf_printf(items[CMPL_OFFSETS], "%zu", l->text_offset);
   api_json_logprob(items[CMPL_LOGPROBS], lp->logprob);
   size_t code_points = token_text(l, ev->token_id);

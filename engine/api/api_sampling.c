@@ -135,10 +135,10 @@ static bool parse_logprobs(const cJSON *req, bool chat, EngineRequestParams *p, 
     p->logprobs = true;
   }
   const char *name = chat ? "top_logprobs" : "logprobs";
-  if (top > SAMPLER_MAX_LOGPROBS)
+  if (top > PICK_MAX_LOGPROBS)
     return api_error(err, 400, name,
                      "%s: Requested sample logprobs of %g, which is greater than max allowed: %d",
-                     name, top, SAMPLER_MAX_LOGPROBS);
+                     name, top, PICK_MAX_LOGPROBS);
   p->num_top_logprobs = (int)top;
   return true;
 }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/pick.h"
 #include "model/batch.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
@@ -53,12 +54,14 @@ typedef struct {
 
 // How a device samples one row of logits (the op sample below).
 typedef struct {
-  float temperature;  // 0: greedy; > 0: the draw below over softmax(logits / temperature),
-                      // restricted to the kept set of top_k and top_p (common/pick.h, pick_top);
-                      // < 0: not on the device (the host samples the row)
-  int top_k;          // <= 0 or >= the vocabulary: every id
-  float top_p;        // (0, 1]; 1: every id
-  double draw;        // uniform in [0, 1): the request's next draw (core/sampler.h)
+  float temperature;     // 0: greedy; > 0: the draw below over softmax(logits / temperature),
+                         // restricted to the kept set of top_k and top_p (common/pick.h, pick_top);
+                         // < 0: not on the device (the host samples the row)
+  int top_k;             // <= 0 or >= the vocabulary: every id
+  float top_p;           // (0, 1]; 1: every id
+  double draw;           // uniform in [0, 1): the request's next draw (core/sampler.h)
+  bool logprobs;         // also the row's logprobs (common/pick.h, pick_logprobs): the sampled
+  int num_top_logprobs;  // id's and this many of the most probable (<= PICK_MAX_LOGPROBS)
 } SampleRow;
 
 struct Backend {
@@ -118,8 +121,10 @@ struct Backend {
   // (common/pick.h, pick_top): core/sampler.h's sampler_sample_drawn, up to the order and units
   // of the sums (the CPU's picks through common/pick.h as the host does, so its ids are the
   // host's exactly).
+  // Rows that ask for logprobs get them in host logprobs[i] (logprobs may be NULL when none
+  // does), the values of the raw row's log-softmax (the CPU's: pick_logprobs itself).
   void (*sample)(Backend *be, const float *logits, int num_rows, int vocab, const SampleRow *rows,
-                 int32_t *ids);
+                 int32_t *ids, PickLogprobs *logprobs);
   // Copies bytes of backend memory to the host (a memcpy on the CPU).
   void (*to_host)(Backend *be, void *dst, const void *src, size_t bytes);
 

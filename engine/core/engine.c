@@ -23,10 +23,10 @@
 typedef struct {
   SchedOutput plan;
   BatchBuilder builder;
-  uint32_t *sampled_ids;     // [max_num_seqs] by sample_row
-  SampleRow *sample_rows;    // [max_num_seqs] by sample_row: what a device may sample
-  int32_t *device_ids;       // [max_num_seqs] by sample_row: its ids, -1 where the host samples
-  SampleLogprobs *logprobs;  // [max_num_seqs] by sample_row, for requests that ask for them
+  uint32_t *sampled_ids;   // [max_num_seqs] by sample_row
+  SampleRow *sample_rows;  // [max_num_seqs] by sample_row: what a device may sample
+  int32_t *device_ids;     // [max_num_seqs] by sample_row: its ids, -1 where the host samples
+  PickLogprobs *logprobs;  // [max_num_seqs] by sample_row, for requests that ask for them
 } Step;
 
 // The thread that runs steps in async mode: one step at a time, in order.
@@ -71,14 +71,14 @@ struct Engine {
 // logprobs of the raw row first when asked for, then logit bias, min_tokens and penalties, then
 // the pick.
 static uint32_t sample_request(Engine *e, Request *r, float *row, int vocab, double draw,
-                               SampleLogprobs *lp) {
+                               PickLogprobs *lp) {
   const EngineRequestParams *p = &r->params;
   SamplerInputs in = req_sampler_inputs(r);
   bool process = sampler_needs_processing(&p->sampling, &in);
   const float *raw = row;
   float log_norm = 0;
   if (p->logprobs) {
-    log_norm = sampler_top_logprobs(row, vocab, p->num_top_logprobs, lp);
+    log_norm = pick_logprobs(row, vocab, p->num_top_logprobs, lp);
     if (process) raw = sampler_keep_raw(row, vocab, &e->sampler);
   }
   if (process) sampler_process(row, vocab, &p->sampling, &in, &e->sampler);
@@ -88,18 +88,19 @@ static uint32_t sample_request(Engine *e, Request *r, float *row, int vocab, dou
 }
 
 // The request's draw for this step, and whether a device may sample its row: only a row that
-// needs nothing but the pick (no logprobs, no processing).
+// needs nothing but the pick and the raw row's logprobs (no processing).
 static SampleRow sample_row_of(const Engine *e, Request *r) {
   const EngineRequestParams *p = &r->params;
   SamplerInputs in = req_sampler_inputs(r);
   const double draw = sampler_draw(&p->sampling, &r->rng);
-  const bool device =
-      !e->config.host_sampling && !p->logprobs && !sampler_needs_processing(&p->sampling, &in);
+  const bool device = !e->config.host_sampling && !sampler_needs_processing(&p->sampling, &in);
   const float t = p->sampling.temperature > 0 ? p->sampling.temperature : 0;
   return (SampleRow){.temperature = device ? t : -1,
                      .top_k = p->sampling.top_k,
                      .top_p = p->sampling.top_p,
-                     .draw = draw};
+                     .draw = draw,
+                     .logprobs = p->logprobs,
+                     .num_top_logprobs = p->num_top_logprobs};
 }
 
 static void run_step(Engine *e, Step *step) {
@@ -112,7 +113,8 @@ static void run_step(Engine *e, Step *step) {
     const SchedEntry *entry = &plan->entries[i];
     if (entry->sample_row >= 0) step->sample_rows[entry->sample_row] = sample_row_of(e, entry->req);
   }
-  runner_forward(e->runner, &step->builder.batch, e->logits, step->sample_rows, step->device_ids);
+  runner_forward(e->runner, &step->builder.batch, e->logits, step->sample_rows, step->device_ids,
+                 step->logprobs);
   for (int i = 0; i < plan->num_entries; i++) {
     const SchedEntry *entry = &plan->entries[i];
     if (entry->sample_row < 0) continue;
@@ -288,7 +290,7 @@ bool engine_create(Engine **out, const EngineConfig *config, Runner *runner, cha
     sched_output_init(&e->steps[i].plan, &e->sched);
     batch_builder_init(&e->steps[i].builder, config);
     e->steps[i].sampled_ids = xcalloc((size_t)config->max_num_seqs, sizeof(uint32_t));
-    e->steps[i].logprobs = xcalloc((size_t)config->max_num_seqs, sizeof(SampleLogprobs));
+    e->steps[i].logprobs = xcalloc((size_t)config->max_num_seqs, sizeof(PickLogprobs));
     e->steps[i].sample_rows = xcalloc((size_t)config->max_num_seqs, sizeof(SampleRow));
     e->steps[i].device_ids = xcalloc((size_t)config->max_num_seqs, sizeof(int32_t));
     e->steps[i].plan.logprobs = e->steps[i].logprobs;
@@ -333,10 +335,10 @@ static bool check_sampling(const EngineRequestParams *p, uint32_t vocab, char *e
              p->max_tokens, p->sampling.min_tokens);
     return false;
   }
-  if (p->logprobs && (p->num_top_logprobs < 0 || p->num_top_logprobs > SAMPLER_MAX_LOGPROBS)) {
+  if (p->logprobs && (p->num_top_logprobs < 0 || p->num_top_logprobs > PICK_MAX_LOGPROBS)) {
     snprintf(err, err_size,
              "Requested sample logprobs of %d, which is greater than max allowed: %d",
-             p->num_top_logprobs, SAMPLER_MAX_LOGPROBS);
+             p->num_top_logprobs, PICK_MAX_LOGPROBS);
     return false;
   }
   return true;

@@ -41,7 +41,7 @@ typedef struct {
   const uint32_t *stop_token_ids;  // [num_stop_token_ids] copied; each finishes the request
   size_t num_stop_token_ids;       // (FINISH_STOP, the token its last), ignore_eos or not
   bool logprobs;                   // events carry the sampled token's logprob
-  int num_top_logprobs;            // and this many of the most probable (<= SAMPLER_MAX_LOGPROBS)
+  int num_top_logprobs;            // and this many of the most probable (<= PICK_MAX_LOGPROBS)
 } EngineRequestParams;
 
 typedef enum {
@@ -59,7 +59,7 @@ typedef struct {
   uint32_t num_prompt_tokens;  // for usage
   uint32_t num_output_tokens;  // generated so far, this token included
   bool has_logprobs;           // when has_token and the request asked for logprobs
-  SampleLogprobs logprobs;     // the raw logits' (vLLM's default logprobs_mode)
+  PickLogprobs logprobs;     // the raw logits' (vLLM's default logprobs_mode)
 } TokenEvent;
 
 typedef struct {
@@ -92,7 +92,7 @@ void engine_start(Engine *e);
 // Queues a request (thread-safe). Returns its id (> 0), or 0 with err when it can never run:
 // an empty prompt, prompt + max_tokens beyond max_model_len, more KV than the whole cache, an id
 // (prompt, logit_bias, stop_token_ids) outside the vocabulary, min_tokens beyond max_tokens,
-// more than SAMPLER_MAX_LOGPROBS top logprobs. The caller turns that into HTTP 400.
+// more than PICK_MAX_LOGPROBS top logprobs. The caller turns that into HTTP 400.
 uint64_t engine_submit(Engine *e, const EngineRequestParams *p, char *err, size_t err_size);
 // Aborts a request (thread-safe; unknown or finished ids are ignored). Its blocks are freed and
 // a FINISH_ABORT event follows.

@@ -112,7 +112,7 @@ bool generate_run(Runner *runner, const GenerateRequest *r, GenerateResult *out,
 
   Batch prefill = seq_batch(&sb, r->prompt_ids, 0, num_prompt, all_logits);
   if (r->prefill_probe) runner_set_route_probe(runner, r->prefill_probe);
-  runner_forward(runner, &prefill, prompt_logits, NULL, NULL);
+  runner_forward(runner, &prefill, prompt_logits, NULL, NULL, NULL);
   if (r->prefill_probe) runner_set_route_probe(runner, NULL);
   const float *last = prompt_logits + (all_logits ? (size_t)(num_prompt - 1) * vocab : 0);
 
@@ -128,7 +128,7 @@ bool generate_run(Runner *runner, const GenerateRequest *r, GenerateResult *out,
     }
     if (step + 1 == r->max_tokens) break;
     Batch decode = seq_batch(&sb, &out->output_ids.data[step], num_prompt + step, 1, false);
-    runner_forward(runner, &decode, row, NULL, NULL);
+    runner_forward(runner, &decode, row, NULL, NULL, NULL);
     last = row;
   }
   sampler_scratch_free(&scratch);

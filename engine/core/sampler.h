@@ -2,15 +2,17 @@
 // top-p (nucleus), from a per-request seeded generator, so a request with a seed always samples
 // the same tokens. Before that, sampler_process applies what vLLM's sampler applies to the
 // logits (logit bias, min_tokens, repetition / frequency / presence penalties, in its order);
-// sampler_logprobs gives the raw log-probabilities vLLM returns by default (logprobs_mode
-// "raw_logprobs": the model's logits before any processing). Host-side; never allocates per
-// call beyond its reusable scratch.
+// common/pick.h's pick_logprobs gives the raw log-probabilities vLLM returns by default
+// (logprobs_mode "raw_logprobs": the model's logits before any processing). Host-side; never
+// allocates per call beyond its reusable scratch.
 #ifndef GE_CORE_SAMPLER_H
 #define GE_CORE_SAMPLER_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common/pick.h"
 
 typedef struct {
   float temperature;         // 0: greedy (argmax, lowest id on ties)
@@ -41,18 +43,6 @@ typedef struct {
   size_t num_stop_ids;
 } SamplerInputs;
 
-// vLLM's max_logprobs default.
-enum { SAMPLER_MAX_LOGPROBS = 20 };
-
-// The sampled token's log-probability and the num_top most probable (descending, lower id
-// first on ties), all of the raw logits' log-softmax.
-typedef struct {
-  float logprob;
-  int num_top;
-  uint32_t top_ids[SAMPLER_MAX_LOGPROBS];
-  float top_logprobs[SAMPLER_MAX_LOGPROBS];
-} SampleLogprobs;
-
 // A per-request random stream (splitmix64-seeded xorshift).
 typedef struct {
   uint64_t state;
@@ -80,11 +70,6 @@ bool sampler_needs_processing(const SamplingParams *p, const SamplerInputs *in);
 // then the repetition, frequency and presence penalties. O(prompt + output + bias) per call.
 void sampler_process(float *logits, int vocab_size, const SamplingParams *p,
                      const SamplerInputs *in, SamplerScratch *scratch);
-
-// The log-softmax of logits [vocab_size] (the raw row): its num_top (<= SAMPLER_MAX_LOGPROBS)
-// most probable into out, the log normaliser returned; the sampled id's logprob is then
-// logits[id] - the normaliser.
-float sampler_top_logprobs(const float *logits, int vocab_size, int num_top, SampleLogprobs *out);
 
 // Copies logits [vocab_size] into the scratch (kept until the next call) and returns the copy.
 const float *sampler_keep_raw(const float *logits, int vocab_size, SamplerScratch *scratch);

@@ -76,32 +76,3 @@ const float *sampler_keep_raw(const float *logits, int vocab_size, SamplerScratc
   memcpy(s->raw, logits, (size_t)vocab_size * sizeof *logits);
   return s->raw;
 }
-
-float sampler_top_logprobs(const float *logits, int vocab_size, int num_top, SampleLogprobs *out) {
-  CHECK(num_top >= 0 && num_top <= SAMPLER_MAX_LOGPROBS);
-  float max = -INFINITY;
-  for (int i = 0; i < vocab_size; i++)
-    if (logits[i] > max) max = logits[i];
-  double sum = 0;
-  for (int i = 0; i < vocab_size; i++) sum += exp((double)(logits[i] - max));
-  float log_norm = max + (float)log(sum);
-  // The num_top largest, kept sorted by insertion: ascending ids, so an equal logit never
-  // displaces an earlier id.
-  int k = 0;
-  for (int i = 0; i < vocab_size && num_top > 0; i++) {
-    float x = logits[i];
-    if (isnan(x)) continue;
-    if (k == num_top && !(x > out->top_logprobs[k - 1])) continue;
-    int j = k < num_top ? k++ : k - 1;
-    while (j > 0 && x > out->top_logprobs[j - 1]) {
-      out->top_logprobs[j] = out->top_logprobs[j - 1];
-      out->top_ids[j] = out->top_ids[j - 1];
-      j--;
-    }
-    out->top_logprobs[j] = x;
-    out->top_ids[j] = (uint32_t)i;
-  }
-  out->num_top = k;
-  for (int j = 0; j < k; j++) out->top_logprobs[j] -= log_norm;
-  return log_norm;
-}

@@ -77,7 +77,7 @@ typedef struct {
   uint64_t *preempted_ids;  // [num_preempted] sent back to the waiting queue this step
   int num_preempted;
   int capacity;             // entries and preempted_ids hold max_num_seqs each
-  const SampleLogprobs *logprobs;  // [capacity] by sample_row, filled by whoever runs the step,
+  const PickLogprobs *logprobs;  // [capacity] by sample_row, filled by whoever runs the step,
                                    // for requests that ask for logprobs; NULL: none
 } SchedOutput;
 

@@ -53,6 +53,7 @@ struct Runner {
   float *logits;            // host [num_logits, vocab]
   const SampleRow *sample;  // NULL, or [num_logits]: the rows a device may sample
   int32_t *sampled;         // [num_logits] with sample: the device's ids, -1 for host rows
+  PickLogprobs *logprobs;   // [num_logits] with sample: a sampled row's logprobs when it asks
   bool quit;
 };
 
@@ -71,6 +72,11 @@ static float *device_logits(Rank *rank, int rows) {
   return rank->logits;
 }
 
+// The call's logprobs from row first (NULL when it takes none).
+static PickLogprobs *call_logprobs(Runner *r, int first) {
+  return r->logprobs ? r->logprobs + first : NULL;
+}
+
 // Rows [first, first + num_rows) of the call's logits, in backend memory at device: the rows a
 // device sample op can take are sampled there, the others are copied to the host rows.
 static void logits_to_host(Runner *r, Backend *be, const float *device, int num_rows, int first) {
@@ -81,7 +87,7 @@ static void logits_to_host(Runner *r, Backend *be, const float *device, int num_
     return;
   }
   int32_t *ids = r->sampled + first;
-  be->sample(be, device, num_rows, (int)vocab, r->sample + first, ids);
+  be->sample(be, device, num_rows, (int)vocab, r->sample + first, ids, call_logprobs(r, first));
   for (int row = 0; row < num_rows; row++)
     if (ids[row] < 0)
       be->to_host(be, host + (size_t)row * vocab, device + (size_t)row * vocab,
@@ -110,7 +116,7 @@ static void run_rank(Rank *rank) {
       logits_to_host(r, rank->backend, out, b->num_logits, first);
     else if (host && r->sample && rank->backend->sample)  // host memory: sampled where they lie
       rank->backend->sample(rank->backend, host, b->num_logits, (int)vocab, r->sample + first,
-                            r->sampled + first);
+                            r->sampled + first, call_logprobs(r, first));
     if (!last) rank->pp->send(rank->pp, rank->model.x, bytes, s->pp_rank + 1);
   }
 }
@@ -132,11 +138,12 @@ void runner_set_route_probe(Runner *r, const RouteProbe *probe) {
 }
 
 void runner_forward(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
-                    int32_t *sampled) {
+                    int32_t *sampled, PickLogprobs *logprobs) {
   microbatches_split(&r->micro, batch, r->pp);
   r->logits = logits;
   r->sample = sample;
   r->sampled = sampled;
+  r->logprobs = logprobs;
   for (int row = 0; sample && row < batch->num_logits; row++) sampled[row] = -1;
   if (r->num_ranks == 1) {
     run_rank(&r->ranks[0]);

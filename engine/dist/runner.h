@@ -65,10 +65,11 @@ void runner_set_route_probe(Runner *r, const RouteProbe *probe);
 // [num_logits, vocab] (host memory). With sample (NULL: none) [num_logits], a last stage whose
 // backend samples (backend.h, sample; on tensor rank 0, where the ranks' vocabulary columns are
 // gathered in its memory) samples the rows whose temperature is >= 0 where the logits are, writes
-// their ids into sampled [num_logits] and copies only the other rows' logits from a device; every
-// row it did not sample gets sampled[row] = -1 and its logits (a sampled row's logits are in logits
-// too when the backend's memory is the host's).
+// their ids into sampled [num_logits] (and the logprobs of those that ask into logprobs
+// [num_logits]) and copies only the other rows' logits from a device; every row it did not
+// sample gets sampled[row] = -1 and its logits (a sampled row's logits are in logits too when
+// the backend's memory is the host's).
 void runner_forward(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
-                    int32_t *sampled);
+                    int32_t *sampled, PickLogprobs *logprobs);
 
 #endif

@@ -55,7 +55,7 @@ bool runner_warm_up(Runner *r, int max_num_seqs, int max_model_len, int block_si
                      .max_blocks_per_seq = W,
                      .logits_indices = logits_indices,
                      .num_logits = S};
-    runner_forward(r, &b, logits, sample, sampled);
+    runner_forward(r, &b, logits, sample, sampled, NULL);
   }
   runner_kv_free(r);
   free(ids), free(positions), free(slots), free(query_start), free(seq_lens);

@@ -1,10 +1,13 @@
-// pick.c: the argmax and the drawn index of a row of floats (pick.h).
+// pick.c: the argmax, the drawn index (whole row or top-k / top-p kept set) and the top
+// logprobs of a row of floats (pick.h).
 #include "common/pick.h"
 
 #include <emmintrin.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/check.h"
 
 // pick_top's buckets: probabilities by the 12 high bits of their float (the sign bit is always 0).
 #define PICK_BUCKET_SHIFT 20
@@ -132,4 +135,33 @@ uint32_t pick_top(const float *probs, int n, int top_k, float top_p, double draw
     if (u < 0) return t->ids[i];
   }
   return t->ids[num - 1];  // rounding at the end
+}
+
+float pick_logprobs(const float *logits, int n, int num_top, PickLogprobs *out) {
+  CHECK(num_top >= 0 && num_top <= PICK_MAX_LOGPROBS);
+  float max = -INFINITY;
+  for (int i = 0; i < n; i++)
+    if (logits[i] > max) max = logits[i];
+  double sum = 0;
+  for (int i = 0; i < n; i++) sum += exp((double)(logits[i] - max));
+  float log_norm = max + (float)log(sum);
+  // The num_top largest, kept sorted by insertion: ascending ids, so an equal logit never
+  // displaces an earlier id.
+  int k = 0;
+  for (int i = 0; i < n && num_top > 0; i++) {
+    float x = logits[i];
+    if (isnan(x)) continue;
+    if (k == num_top && !(x > out->top_logprobs[k - 1])) continue;
+    int j = k < num_top ? k++ : k - 1;
+    while (j > 0 && x > out->top_logprobs[j - 1]) {
+      out->top_logprobs[j] = out->top_logprobs[j - 1];
+      out->top_ids[j] = out->top_ids[j - 1];
+      j--;
+    }
+    out->top_logprobs[j] = x;
+    out->top_ids[j] = (uint32_t)i;
+  }
+  out->num_top = k;
+  for (int j = 0; j < k; j++) out->top_logprobs[j] -= log_norm;
+  return log_norm;
 }

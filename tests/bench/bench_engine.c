@@ -233,7 +233,7 @@ static void sample_rows(Backend *be, const float *logits, int num_seqs, int voca
       next[i] = sampler_sample(logits + (size_t)i * vocab, vocab, &greedy, &s->rng, &s->scratch);
     return;
   }
-  be->sample(be, logits, num_seqs, vocab, s->rows, s->ids);
+  be->sample(be, logits, num_seqs, vocab, s->rows, s->ids, NULL);
   for (int i = 0; i < num_seqs; i++) next[i] = (uint32_t)s->ids[i];
 }
 

@@ -1353,8 +1353,8 @@ static void test_moe_grouping(void **state) {
 
 // The sample op picks each row's token as the host sampler picks it (common/pick.h on both
 // sides): greedy rows the argmax (a tie to the lower id), rows with a temperature the draw's id
-// over the whole row or its top-k / top-p kept set, exactly; a negative temperature leaves the
-// row to the host (-1).
+// over the whole row or its top-k / top-p kept set, exactly, and the raw row's logprobs when
+// asked (against a float64 log-softmax); a negative temperature leaves the row to the host (-1).
 static void test_sample_matches_host(void **state) {
   Backend *be = *state;
   enum { ROWS = 13, VOCAB = 1000 };
@@ -1370,8 +1370,11 @@ static void test_sample_matches_host(void **state) {
                           .top_k = top_k[i],
                           .top_p = top_p[i],
                           .draw = (rng_float(&r) + 1.0) / 2};
+  rows[3].logprobs = rows[10].logprobs = rows[0].logprobs = true;  // temperature, top-p, greedy
+  rows[3].num_top_logprobs = 5, rows[10].num_top_logprobs = 20, rows[0].num_top_logprobs = 0;
   int32_t ids[ROWS];
-  be->sample(be, logits, ROWS, VOCAB, rows, ids);
+  PickLogprobs lp[ROWS];
+  be->sample(be, logits, ROWS, VOCAB, rows, ids, lp);
   SamplerScratch scratch = {0};
   for (int i = 0; i < ROWS; i++) {
     if (temps[i] < 0) {
@@ -1385,6 +1388,22 @@ static void test_sample_matches_host(void **state) {
   }
   assert_int_equal(ids[2], 10);
   assert_int_equal(ids[12], pick_argmax(logits + 12 * VOCAB, VOCAB));  // top-k 1: the argmax
+  // logprobs: the raw row's log-softmax in double, the most probable first
+  for (int i = 0; i < ROWS; i++) {
+    if (!rows[i].logprobs) continue;
+    const float *x = logits + (size_t)i * VOCAB;
+    double max = x[0], sum = 0;
+    for (int j = 1; j < VOCAB; j++) max = fmax(max, x[j]);
+    for (int j = 0; j < VOCAB; j++) sum += exp(x[j] - max);
+    const double log_norm = max + log(sum);
+    assert_float_equal(lp[i].logprob, x[ids[i]] - log_norm, 1e-5);
+    assert_int_equal(lp[i].num_top, rows[i].num_top_logprobs);
+    for (int j = 0; j < lp[i].num_top; j++) {
+      assert_float_equal(lp[i].top_logprobs[j], x[lp[i].top_ids[j]] - log_norm, 1e-5);
+      if (j > 0) assert_true(x[lp[i].top_ids[j]] < x[lp[i].top_ids[j - 1]]);
+    }
+    if (lp[i].num_top > 0) assert_int_equal(lp[i].top_ids[0], pick_argmax(x, VOCAB));
+  }
   sampler_scratch_free(&scratch);
   free(logits);
 }

@@ -1064,10 +1064,30 @@ static bool sample_is_exact(const float *x, int vocab, float t, double draw, int
   return before - slack <= target && target < after + slack;
 }
 
+// A row's logprobs from the device against the host's (common/pick.h, pick_logprobs): the same
+// most probable ids in the same order (ties to the lower id), the values within 1e-5 (the log
+// normaliser's sum runs in another order), the sampled id's from the same normaliser.
+static void check_logprobs(int row, const float *x, int vocab, int id, int num_top,
+                           const PickLogprobs *got) {
+  PickLogprobs want;
+  const float log_norm = pick_logprobs(x, vocab, num_top, &want);
+  if (got->num_top != want.num_top)
+    print_error("row %d: %d top logprobs, want %d\n", row, got->num_top, want.num_top);
+  assert_int_equal(got->num_top, want.num_top);
+  for (int j = 0; j < want.num_top; j++) {
+    if (got->top_ids[j] != want.top_ids[j])
+      print_error("row %d: top %d is id %u, want %u\n", row, j, got->top_ids[j], want.top_ids[j]);
+    assert_int_equal(got->top_ids[j], want.top_ids[j]);
+    assert_float_equal(got->top_logprobs[j], want.top_logprobs[j], 1e-5);
+  }
+  assert_float_equal(got->logprob, x[id] - log_norm, 1e-5);
+}
+
 // Rows of vocab logits (uniform in [-scale, scale), every fifth row tied at its max), each
 // sampled on the device at temperatures {0, 0.7, 1, 2.5, -1 (left to the host)} in turn with
 // random draws; greedy must equal the host's argmax, a draw must land in its float64 interval,
-// and most draws must agree with the host sampler exactly.
+// and most draws must agree with the host sampler exactly; every third row also asks for
+// logprobs (check_logprobs).
 static void check_sample(Twins *t, int rows, int vocab, float scale, uint64_t seed) {
   static const float temperatures[] = {0.0f, 0.7f, 1.0f, 2.5f, -1.0f};
   Rng r = {seed};
@@ -1079,13 +1099,16 @@ static void check_sample(Twins *t, int rows, int vocab, float scale, uint64_t se
     if (row % 5 == 0 && vocab > 2) xr[vocab / 2] = xr[vocab - 1] = scale;  // a tie for the max
     plan[row].temperature = temperatures[row % 5];
     plan[row].top_p = 1.0f;
+    plan[row].logprobs = row % 3 == 0;  // every temperature, 0 .. 20 of the most probable
+    plan[row].num_top_logprobs = row % 21;
     plan[row].draw = row == 1   ? 0.0
                      : row == 2 ? 1.0 - 0x1p-53
                                 : (double)(rng_next(&r) >> 11) * 0x1p-53;
     ids[row] = 12345;  // poison: every row must be written
   }
   float *dx = dev_copy(t->gpu, x, (size_t)rows * vocab * sizeof(float));
-  t->gpu->sample(t->gpu, dx, rows, vocab, plan, ids);
+  PickLogprobs *lp = xcalloc((size_t)rows, sizeof *lp);
+  t->gpu->sample(t->gpu, dx, rows, vocab, plan, ids, lp);
   SamplerScratch scratch = {0};
   int drawn = 0, agree = 0;
   for (int row = 0; row < rows; row++) {
@@ -1097,6 +1120,8 @@ static void check_sample(Twins *t, int rows, int vocab, float scale, uint64_t se
     }
     const SamplingParams p = {.temperature = temp, .top_p = 1.0f};
     const int want = (int)sampler_sample_drawn(xr, vocab, &p, plan[row].draw, &scratch);
+    if (plan[row].logprobs)
+      check_logprobs(row, xr, vocab, ids[row], plan[row].num_top_logprobs, &lp[row]);
     if (temp == 0) {
       if (ids[row] != want) print_error("row %d (greedy): got %d, want %d\n", row, ids[row], want);
       assert_int_equal(ids[row], want);
@@ -1115,7 +1140,7 @@ static void check_sample(Twins *t, int rows, int vocab, float scale, uint64_t se
                 rows, vocab, scale, agree, drawn);
   assert_true(agree * 10 >= drawn * 9);
   sampler_scratch_free(&scratch);
-  free(x), free(plan), free(ids);
+  free(x), free(plan), free(ids), free(lp);
   t->gpu->free(t->gpu, dx);
 }
 
@@ -1139,9 +1164,9 @@ static int by_weight_desc(const void *a, const void *b) {
 }
 
 // Whether id is the float64 answer for a top-k / top-p row (pick_top's rule): the weights
-// exp((x_i - max) / t) most probable first (in id order when the row keeps them all), the top k, then the shortest run whose mass reaches
-// top_p of theirs, then the running sum passing draw x the kept mass at id, give or take 1e-6 of
-// the total.
+// exp((x_i - max) / t) most probable first (in id order when the row keeps them all), the top k,
+// then the shortest run whose mass reaches top_p of theirs, then the running sum passing draw x the
+// kept mass at id, give or take 1e-6 of the total.
 static bool sample_top_is_exact(const float *x, int vocab, const SampleRow *r, int id) {
   double max = x[0], total = 0;
   for (int i = 1; i < vocab; i++) max = fmax(max, x[i]);
@@ -1197,7 +1222,7 @@ static void check_sample_top(Twins *t, int rows, int vocab, float scale, uint64_
     ids[row] = 12345;
   }
   float *dx = dev_copy(t->gpu, x, (size_t)rows * vocab * sizeof(float));
-  t->gpu->sample(t->gpu, dx, rows, vocab, plan, ids);
+  t->gpu->sample(t->gpu, dx, rows, vocab, plan, ids, NULL);
   SamplerScratch scratch = {0};
   int agree = 0;
   for (int row = 0; row < rows; row++) {

@@ -101,8 +101,9 @@ static float *run_two_steps(Runner *r, int *num_rows) {
   call_build(&decode, PROMPT_LEN, one, (uint32_t)vocab);
   *num_rows = prefill.batch.num_tokens + decode.batch.num_tokens;
   float *logits = malloc((size_t)*num_rows * (size_t)vocab * sizeof *logits);
-  runner_forward(r, &prefill.batch, logits, NULL, NULL);
-  runner_forward(r, &decode.batch, logits + (size_t)prefill.batch.num_tokens * vocab, NULL, NULL);
+  runner_forward(r, &prefill.batch, logits, NULL, NULL, NULL);
+  runner_forward(r, &decode.batch, logits + (size_t)prefill.batch.num_tokens * vocab, NULL, NULL,
+                 NULL);
   return logits;
 }
 

@@ -339,15 +339,15 @@ static void test_min_tokens_masks_stop_ids(void **state) {
 static void test_top_logprobs(void **state) {
   (void)state;
   float logits[] = {0, logf(2), logf(3), logf(4)};
-  SampleLogprobs lp;
-  assert_float_equal(sampler_top_logprobs(logits, 4, 2, &lp), log(10), 1e-5);
+  PickLogprobs lp;
+  assert_float_equal(pick_logprobs(logits, 4, 2, &lp), log(10), 1e-5);
   assert_int_equal(lp.num_top, 2);
   assert_int_equal(lp.top_ids[0], 3);
   assert_int_equal(lp.top_ids[1], 2);
   assert_float_equal(lp.top_logprobs[0], log(0.4), 1e-5);
   assert_float_equal(lp.top_logprobs[1], log(0.3), 1e-5);
   float ties[] = {1, 7, 7, 7, 2};
-  sampler_top_logprobs(ties, 5, 4, &lp);
+  pick_logprobs(ties, 5, 4, &lp);
   assert_int_equal(lp.num_top, 4);
   assert_int_equal(lp.top_ids[0], 1);
   assert_int_equal(lp.top_ids[1], 2);
@@ -355,7 +355,7 @@ static void test_top_logprobs(void **state) {
   assert_int_equal(lp.top_ids[3], 4);
   double norm = log(3 * exp(7.0) + exp(1.0) + exp(2.0));
   assert_float_equal(lp.top_logprobs[3], 2 - norm, 1e-5);
-  sampler_top_logprobs(ties, 5, 0, &lp);
+  pick_logprobs(ties, 5, 0, &lp);
   assert_int_equal(lp.num_top, 0);
 }
 

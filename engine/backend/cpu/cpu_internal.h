@@ -239,7 +239,7 @@ void cpu_copy_rows(Backend *be, void *dst, size_t dst_stride, const void *src, s
                    size_t row_bytes, int num_rows);
 void cpu_zero(Backend *be, void *ptr, size_t bytes);
 void cpu_sample(Backend *be, const float *logits, int num_rows, int vocab, const SampleRow *rows,
-                int32_t *ids);
+                int32_t *ids, PickLogprobs *logprobs);
 
 // sum a[i] * b[i] with eight partial sums (the same order at any thread count).
 // a, b: [n]

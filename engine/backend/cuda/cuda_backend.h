@@ -10,12 +10,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {  // the headers' functions too: they are C (common/pick.h's, model/'s)
+#endif
+
 #include "backend/backend.h"
 #include "model/weights.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 // CUDA devices this process can use: 0 when there is none, no driver, or the build has no CUDA.
 // Never fails otherwise.

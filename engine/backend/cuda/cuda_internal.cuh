@@ -217,7 +217,7 @@ void cuda_gather_rows(Backend *be, const float *in, const int32_t *rows, int num
 void cuda_add(Backend *be, float *dst, const float *src, size_t n);
 const Batch *cuda_upload_batch(Backend *be, const Batch *host);
 void cuda_sample(Backend *be, const float *logits, int num_rows, int vocab, const SampleRow *rows,
-                 int32_t *ids);
+                 int32_t *ids, PickLogprobs *logprobs);
 // cudaSuccess when this build has a kernel image the current device can run.
 cudaError_t cuda_kernels_probe(void);
 void cuda_batch_free(CudaState *st);
