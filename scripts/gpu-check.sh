@@ -33,6 +33,8 @@
 #                --async-scheduling; kv-f32: --kv-cache-dtype float32, the cache bf16 halves;
 #                moe-wide32: GPTOSS_CUDA_MOE_KERNEL=wide32, the wide MoE kernel on decode items;
 #                host-sampling: GPTOSS_HOST_SAMPLING=1, for what device sampling saves;
+#                top-p: the defaults, the bench asking for temperature 1, top-k 50, top-p 0.9
+#                and 5 logprobs a token (the device's top-k / top-p and logprobs rows);
 #                profile: GPTOSS_CUDA_PROFILE=1, the device time per op in serve-profile.log;
 #                baseline: the defaults with the staged baseline's engine), each
 #                measured by `gptoss-bench bench` on each of GPU_CHECK_WORKLOADS: random
@@ -342,15 +344,17 @@ for mode in $serve_modes; do
   host_sampling=0
   profile=0
   moe_kernel=${GPTOSS_CUDA_MOE_KERNEL:-auto}
+  sampling=()
   case $mode in
     sync) ;;
     async) flags=(--async-scheduling) ;;
     kv-f32) flags=(--kv-cache-dtype float32) ;;
     moe-wide32) moe_kernel=wide32 ;;
     host-sampling) host_sampling=1 ;;
+    top-p) sampling=(--temperature 1.0 --top-k 50 --top-p 0.9 --logprobs 5) ;;
     profile) profile=1 ;;
     baseline) ;;
-    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, kv-f32, moe-wide32, host-sampling, profile, baseline)"; continue ;;
+    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, kv-f32, moe-wide32, host-sampling, top-p, profile, baseline)"; continue ;;
   esac
   if [ "$mode" = baseline ] && [ ! -x "$bin/baseline/gptoss-engine" ]; then
     record "serve-$mode" FAIL "no baseline staged (gpu-stage.sh with GPU_STAGE_BASELINE=REV)"
@@ -366,11 +370,11 @@ for mode in $serve_modes; do
     if [ "$mode" != host-sampling ] && [[ $workloads == *" random "* ]]; then
       may_start "random-2000-100-$mode" 30 &&
         bench_run "random-2000-100-$mode" --dataset-name random --random-input-len 2000 \
-          --random-output-len 100
+          --random-output-len 100 "${sampling[@]}"
     fi
     [[ $workloads == *" sharegpt "* ]] && may_start "sharegpt-synth-$mode" 30 &&
       bench_run "sharegpt-synth-$mode" --dataset-name sharegpt \
-        --dataset-path datasets/sharegpt-synth.json
+        --dataset-path datasets/sharegpt-synth.json "${sampling[@]}"
     serve_stop
     if [ "$profile" = 1 ]; then
       if grep -q 'profile (GPTOSS_CUDA_PROFILE=1)' "$out/serve-$mode.log"; then
