@@ -32,11 +32,11 @@ typedef struct {
 typedef struct {
   const uint32_t *prompt_ids;  // [num_prompt_ids], copied by engine_submit
   size_t num_prompt_ids;
-  int max_tokens;              // >= 1
+  int max_tokens;  // >= 1
   SamplingParams sampling;
   uint64_t seed;
-  bool ignore_eos;             // otherwise <|return|>, <|call|>, <|endoftext|> finish it
-  const SamplerBias *logit_bias;   // [num_logit_bias] copied by engine_submit
+  bool ignore_eos;                // otherwise <|return|>, <|call|>, <|endoftext|> finish it
+  const SamplerBias *logit_bias;  // [num_logit_bias] copied by engine_submit
   size_t num_logit_bias;
   const uint32_t *stop_token_ids;  // [num_stop_token_ids] copied; each finishes the request
   size_t num_stop_token_ids;       // (FINISH_STOP, the token its last), ignore_eos or not
@@ -59,7 +59,7 @@ typedef struct {
   uint32_t num_prompt_tokens;  // for usage
   uint32_t num_output_tokens;  // generated so far, this token included
   bool has_logprobs;           // when has_token and the request asked for logprobs
-  PickLogprobs logprobs;     // the raw logits' (vLLM's default logprobs_mode)
+  PickLogprobs logprobs;       // the raw logits' (vLLM's default logprobs_mode)
 } TokenEvent;
 
 typedef struct {
@@ -75,9 +75,9 @@ typedef struct {
   uint64_t step_time_buckets[16];  // steps by wall time: bucket 0 under 100 us, bucket i in
                                    // [2^(i-1), 2^i) * 100 us, bucket 15 everything longer
   double step_time_sum_s;
-  uint64_t prefix_cache_queries;   // prompt tokens looked up in the prefix cache (vLLM's
-                                   // prefix_cache_queries); 0 while prefix caching is off
-  uint64_t prefix_cache_hits;      // of those, tokens whose KV was found cached
+  uint64_t prefix_cache_queries;  // prompt tokens looked up in the prefix cache (vLLM's
+                                  // prefix_cache_queries); 0 while prefix caching is off
+  uint64_t prefix_cache_hits;     // of those, tokens whose KV was found cached
 } EngineStats;
 
 typedef struct Engine Engine;

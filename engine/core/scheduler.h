@@ -69,31 +69,31 @@ typedef struct {
 
 // One step's plan. Reusable: sched_output_init sizes it once for max_num_seqs requests.
 typedef struct {
-  uint64_t step;            // 1, 2, ... in schedule order
-  SchedEntry *entries;      // [num_entries] batch order: running requests, then new admissions
+  uint64_t step;        // 1, 2, ... in schedule order
+  SchedEntry *entries;  // [num_entries] batch order: running requests, then new admissions
   int num_entries;
   int num_tokens;           // sum of num_new_tokens, <= max_num_batched_tokens
   int num_samples;          // entries that sample; their sample_row are 0 .. num_samples - 1
   uint64_t *preempted_ids;  // [num_preempted] sent back to the waiting queue this step
   int num_preempted;
-  int capacity;             // entries and preempted_ids hold max_num_seqs each
+  int capacity;                  // entries and preempted_ids hold max_num_seqs each
   const PickLogprobs *logprobs;  // [capacity] by sample_row, filled by whoever runs the step,
-                                   // for requests that ask for logprobs; NULL: none
+                                 // for requests that ask for logprobs; NULL: none
 } SchedOutput;
 
 typedef struct {
   EngineConfig config;
   BlockManager *blocks;
-  Request **running;          // [max_num_seqs] admission order; NULL holes until compacted
-  int running_len;            // slots of running in use, holes included
+  Request **running;  // [max_num_seqs] admission order; NULL holes until compacted
+  int running_len;    // slots of running in use, holes included
   int num_running;
   bool running_has_holes;
-  Request *waiting_head;      // FCFS queue through Request.prev/next; preempted ones at the head
+  Request *waiting_head;  // FCFS queue through Request.prev/next; preempted ones at the head
   Request *waiting_tail;
   int num_waiting;
-  Request *retired;           // finished, but a step in flight still names them
-  RequestTable table;         // id -> waiting or running request
-  TokenEvent *events;         // [events_capacity] since the last sched_take_events
+  Request *retired;    // finished, but a step in flight still names them
+  RequestTable table;  // id -> waiting or running request
+  TokenEvent *events;  // [events_capacity] since the last sched_take_events
   int num_events;
   int events_capacity;
   uint64_t num_steps_scheduled;
