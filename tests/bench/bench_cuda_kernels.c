@@ -6,10 +6,12 @@
 // forced (figures ".tile", ".wide", ".wide32"), and paged attention (64 query / 8 KV heads of 64)
 // for decode batches and a prefill chunk over a float32 and a bf16 cache: achieved GB/s (bytes that
 // must be read: the routed experts' weights; the visible K/V) and TFLOP/s, each as a share of its
-// reference. Prints one "cuda.<name> value" line per figure, then a table. Times only the ops
-// (after one untimed call); checks nothing (test_cuda_ops does). Without a device it prints
-// "skipped: no CUDA device" and exits 0. With FILTER, only the MoE and attention figures whose
-// name holds it run (the references always do): one shape for a profiler, say.
+// reference; then the sample op on 64 and 1,024 rows of 201,088 logits (greedy, temperature,
+// top-k 50 with top-p 0.9, greedy with 5 logprobs). Prints one "cuda.<name> value" line per figure,
+// then a table. Times only the ops (after one untimed call); checks nothing (test_cuda_ops does).
+// Without a device it prints "skipped: no CUDA device" and exits 0. With FILTER, only the MoE and
+// attention figures whose name holds it run (the references always do): one shape for a profiler,
+// say.
 //
 //   bench_cuda_kernels [REPS [FILTER]]     (REPS default 10; e.g. 1 moe.gpt-oss-120b.e128.t1024)
 #include <math.h>
@@ -340,6 +342,47 @@ static void bench_attention(Backend *gpu, const char *label, int num_seqs, int c
   bench_attention_kv(gpu, bf16_label, num_seqs, ctx_len, fresh, window, KV_BF16);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Sampling: the sample op on rows of GPT-OSS's 201,088 logits
+
+typedef struct {
+  Backend *gpu;
+  const float *logits;
+  int rows;
+  const SampleRow *plan;
+  int32_t *ids;
+  PickLogprobs *logprobs;
+} SampleCtx;
+
+static void sample_op(void *ctx) {
+  SampleCtx *c = ctx;
+  c->gpu->sample(c->gpu, c->logits, c->rows, 201088, c->plan, c->ids, c->logprobs);
+}
+
+// rows rows sampled as `row` says (each its own draw): us per call (the op waits for its ids) and
+// GB/s of logits read once, as a share of the copy bandwidth (a top-k / top-p row reads its
+// logits about 19 times, a logprobs row 1 + its top N times more).
+static void bench_sample(Backend *gpu, const char *label, int rows, SampleRow row) {
+  if (!wanted(label)) return;
+  const int vocab = 201088;
+  SampleRow *plan = xmalloc((size_t)rows * sizeof *plan);
+  for (int i = 0; i < rows; i++) plan[i] = row, plan[i].draw = (double)(rnd() >> 11) * 0x1p-53;
+  SampleCtx c = {gpu,
+                 dev_floats(gpu, (size_t)rows * vocab, 8.0f),
+                 rows,
+                 plan,
+                 xmalloc((size_t)rows * sizeof(int32_t)),
+                 xmalloc((size_t)rows * sizeof(PickLogprobs))};
+  const double t = time_op(gpu, sample_op, &c);
+  const double bytes = (double)rows * vocab * sizeof(float);
+  printf("%-40s %9.1f us %8.0f GB/s (%3.0f%% of copy) of logits read once\n", label, t * 1e6,
+         bytes / t * 1e-9, 100 * bytes / t * 1e-9 / g_copy_gbs);
+  char fig[128];
+  snprintf(fig, sizeof fig, "%s.us", label), report(fig, t * 1e6);
+  gpu->free(gpu, (void *)c.logits);
+  free(plan), free(c.ids), free(c.logprobs);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) g_reps = atoi(argv[1]) > 0 ? atoi(argv[1]) : g_reps;
   if (argc > 2) g_filter = argv[2];
@@ -374,6 +417,19 @@ int main(int argc, char **argv) {
   bench_attention(gpu, "attn.decode.s1024.ctx512.w128", 1024, 512, 1, 128);
   bench_attention(gpu, "attn.prefill.s1.t2048", 1, 2048, 2048, 0);
   bench_attention(gpu, "attn.prefill.s4.t2048.w128", 4, 2048, 2048, 128);
+  for (int rows = 64; rows <= 1024; rows *= 16) {
+    char label[64];
+    snprintf(label, sizeof label, "sample.greedy.r%d", rows);
+    bench_sample(gpu, label, rows, (SampleRow){.temperature = 0, .top_p = 1});
+    snprintf(label, sizeof label, "sample.t1.r%d", rows);
+    bench_sample(gpu, label, rows, (SampleRow){.temperature = 1, .top_p = 1});
+    snprintf(label, sizeof label, "sample.t1.k50.p0.9.r%d", rows);
+    bench_sample(gpu, label, rows, (SampleRow){.temperature = 1, .top_k = 50, .top_p = 0.9f});
+    snprintf(label, sizeof label, "sample.greedy.logprobs5.r%d", rows);
+    bench_sample(
+        gpu, label, rows,
+        (SampleRow){.temperature = 0, .top_p = 1, .logprobs = true, .num_top_logprobs = 5});
+  }
   gpu->destroy(gpu);
   cpu->destroy(cpu);
   return 0;
