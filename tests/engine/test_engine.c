@@ -4,7 +4,8 @@
 // enough to force preemptions, on one rank and on tp 2 x pp 2 ranks, with prefix caching off and
 // on (the prompts share a prefix, so cached blocks are hit); aborts and refusals; logit_bias,
 // stop_token_ids, min_tokens and raw logprobs through the engine in both modes; requests with a
-// temperature give the same tokens sampled by the backend's sample op and on the host.
+// temperature (some with top-k or top-p) give the same tokens sampled by the backend's sample op
+// and on the host.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -172,21 +173,26 @@ static void serve_drawn(Runner *runner, bool async, bool host_sampling, TokenIds
   assert_true(engine_create(&e, &cfg, runner, err, sizeof err));
   engine_start(e);
   SamplingParams drawn[NUM_REQUESTS];
-  for (int i = 0; i < NUM_REQUESTS; i++)
-    drawn[i] = (SamplingParams){.temperature = 0.5f + 0.1f * (float)(i % 8), .top_p = 1};
+  for (int i = 0; i < NUM_REQUESTS; i++)  // a third with top-p 0.8, a third with top-k 20
+    drawn[i] = (SamplingParams){.temperature = 0.5f + 0.1f * (float)(i % 8),
+                                .top_p = i % 3 == 1 ? 0.8f : 1,
+                                .top_k = i % 3 == 2 ? 20 : 0};
   run_requests(e, drawn, outputs);
   engine_stop(e);
   engine_destroy(e);
 }
 
-// The same tokens either way (both pick through common/pick.h), in sync and async mode, and the
-// draws mattered (some output differs from the greedy one).
+// The same tokens either way (both pick through common/pick.h), in sync and async mode, on one
+// rank and on tp 2 x pp 2 (sampled on the last stage's tensor rank 0), and the draws mattered
+// (some output differs from the greedy one).
 static void test_backend_sampling_equals_host(void **state) {
   Fixture *f = *state;
-  for (int async = 0; async < 2; async++) {
+  for (int run = 0; run < 4; run++) {
+    const bool async = run % 2;
+    Runner *runner = run < 2 ? f->single : f->parallel;
     TokenIds device[NUM_REQUESTS] = {0}, host[NUM_REQUESTS] = {0};
-    serve_drawn(f->single, async, false, device);
-    serve_drawn(f->single, async, true, host);
+    serve_drawn(runner, async, false, device);
+    serve_drawn(runner, async, true, host);
     bool any_differs_from_greedy = false;
     for (int i = 0; i < NUM_REQUESTS; i++) {
       assert_int_equal(device[i].len, MAX_TOKENS);
