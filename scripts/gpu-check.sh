@@ -17,7 +17,8 @@
 #   4 sampling   `gptoss-engine serve gpt-oss-tiny --load-format dummy --device cuda`: 32 greedy
 #                random 64/48 completions sampled on the device, then again with
 #                GPTOSS_HOST_SAMPLING=1 (every row on the host): the texts (none empty) must be
-#                the same
+#                the same; and 32 seeded ones at temperature 1, top-k 50, top-p 0.9: at least
+#                9 in 10 the same (sampling-top)
 #   5 kernels    bench_cuda_kernels: MoE and attention GB/s and TFLOP/s against
 #                the measured copy bandwidth and cuBLAS bf16 rate; then, where the stage has a
 #                baseline (gpu-stage.sh's GPU_STAGE_BASELINE), its bench_cuda_kernels
@@ -249,7 +250,19 @@ bench_run() {  # name, bench flags... (a flag given again here overrides the def
   fi
 }
 # 4 sampling ----------------------------------------------------------------------------------
-# The same greedy requests sampled on the device and on the host must generate the same texts.
+# The same requests sampled on the device and on the host: greedy ones must generate the same
+# texts; seeded ones with temperature 1, top-k 50 and top-p 0.9 the same texts for nearly all
+# (the device sums masses in units of 2^-40, the host in doubles: a draw within a unit of a
+# boundary may part them, and a text that parts once stays apart).
+same_texts() {  # two result files -> "N of M", or what is wrong
+  python3 -c '
+import json, sys
+a, b = (json.load(open(p))["generated_texts"] for p in sys.argv[1:3])
+empty = sum(not x for x in a)
+print("count differs" if len(a) != len(b) else "%d empty" % empty if empty else
+      "%d of %d" % (sum(x == y for x, y in zip(a, b)), len(a)))
+' "$1" "$2"
+}
 if wants sampling && may_start sampling 40 gpu; then
   for where in device host; do
     if GPTOSS_HOST_SAMPLING=$([ "$where" = host ] && echo 1 || echo 0) \
@@ -258,19 +271,17 @@ if wants sampling && may_start sampling 40 gpu; then
       bench_run "sampling-$where" --dataset-name random --random-input-len 64 \
         --random-output-len 48 --temperature 0 --save-detailed --num-prompts 32 \
         --endpoint-type openai --endpoint /v1/completions
+      bench_run "sampling-top-$where" --dataset-name random --random-input-len 64 \
+        --random-output-len 48 --temperature 1.0 --top-k 50 --top-p 0.9 \
+        --extra-body '{"seed": 7}' --save-detailed --num-prompts 32 \
+        --endpoint-type openai --endpoint /v1/completions
     else
       record "sampling-$where" FAIL "not ready: $(tail -n 1 "$out/sampling-serve-$where.log")"
     fi
     serve_stop
   done
   if [ -s "$out/sampling-device.json" ] && [ -s "$out/sampling-host.json" ]; then
-    same=$(python3 -c '
-import json, sys
-a, b = (json.load(open(p))["generated_texts"] for p in sys.argv[1:3])
-empty = sum(not x for x in a)
-print("count differs" if len(a) != len(b) else "%d empty" % empty if empty else
-      "%d of %d" % (sum(x == y for x, y in zip(a, b)), len(a)))
-' "$out/sampling-device.json" "$out/sampling-host.json")
+    same=$(same_texts "$out/sampling-device.json" "$out/sampling-host.json")
     if [ "${same%% of *}" = "${same##* of }" ] && [ "${same##* of }" -gt 0 ]; then
       record sampling PASS "greedy texts sampled on the device = on the host: $same"
     else
@@ -278,6 +289,17 @@ print("count differs" if len(a) != len(b) else "%d empty" % empty if empty else
     fi
   else
     record sampling FAIL "a run left no result (sampling-device.log, sampling-host.log)"
+  fi
+  if [ -s "$out/sampling-top-device.json" ] && [ -s "$out/sampling-top-host.json" ]; then
+    same=$(same_texts "$out/sampling-top-device.json" "$out/sampling-top-host.json")
+    if [[ $same == *" of "* ]] && [ $(( ${same%% of *} * 10 )) -ge $(( ${same##* of } * 9 )) ] &&
+       [ "${same##* of }" -gt 0 ]; then
+      record sampling-top PASS "seeded top-k/top-p texts, device = host: $same"
+    else
+      record sampling-top FAIL "seeded top-k/top-p texts differ between device and host: $same equal"
+    fi
+  else
+    record sampling-top FAIL "a run left no result (sampling-top-device.log, sampling-top-host.log)"
   fi
 fi
 
