@@ -77,8 +77,9 @@ static void attention_block(Model *m, const Batch *b, KvCache *kv, int i, int la
   int qkv_dim = shard_qkv_dim(m);
   be->rmsnorm(be, m->x, lw->attn_norm, T, c->hidden_size, m->normed);
   be->linear(be, &lw->qkv, lw->qkv_bias, m->normed, T, m->qkv, false);  // rows [q | k | v]
-  be->rope(be, m->qkv, T, qkv_dim, s->num_heads, c->head_dim, b->positions, &m->rope);
-  be->rope(be, m->qkv + q_dim, T, qkv_dim, s->num_kv_heads, c->head_dim, b->positions, &m->rope);
+  // the query heads and the key heads after them, in one call (the values are not rotated)
+  be->rope(be, m->qkv, T, qkv_dim, s->num_heads + s->num_kv_heads, c->head_dim, b->positions,
+           &m->rope);
   be->kv_write(be, kv, i, m->qkv + q_dim, m->qkv + q_dim + kv_dim, qkv_dim, b->slot_mapping, T);
   AttentionArgs a = {
       .q = m->qkv,

@@ -71,10 +71,16 @@ __global__ void cuda_rope_kernel(float *x, int row_stride, int num_heads, int he
   const int half = rope.half_dim;
   const float pos = (float)positions[blockIdx.x];
   float *row = x + (int64_t)blockIdx.x * row_stride;
+  // cos and sin of pair `at`, computed again only when the thread's pair changes: never while
+  // half divides the block's threads (GPT-OSS: 32 of 128), so once per row, not once per head
+  int at = -1;
+  float c = 0, s = 0;
   for (int idx = threadIdx.x; idx < num_heads * half; idx += blockDim.x) {
     const int h = idx / half, i = idx % half;
-    const float angle = pos * rope.inv_freq[i];
-    const float c = cosf(angle) * rope.concentration, s = sinf(angle) * rope.concentration;
+    if (i != at) {
+      const float angle = pos * rope.inv_freq[i];
+      c = cosf(angle) * rope.concentration, s = sinf(angle) * rope.concentration, at = i;
+    }
     float *u = row + h * head_dim;  // [head_dim]
     const float a = u[i], b = u[i + half];
     u[i] = a * c - b * s;
