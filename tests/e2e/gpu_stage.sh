@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gpu_stage.sh: proves the GPU check's packaging (scripts/gpu-stage.sh, the staged run.sh) on a
 # machine without nvcc or a GPU: stages BUILD_DIR's binaries (GPU_STAGE_FROM, nothing built), moves
-# the folder elsewhere, and checks that every staged binary resolves each non-system library from
-# the staged lib/ (none missing, none taken from this machine's Debian packages), that the engine
+# the folder elsewhere, and checks that every staged binary (unpacked from stage.tar.gz) resolves
+# each non-system library from the staged lib/ (none missing, none taken from this machine's
+# Debian packages), that the engine
 # and gptoss-bench run from there, that `run.sh OUT` with GPU_RUN_DEVICE=cpu passes the golden step
 # on the CPU (the CUDA-only steps "skipped: no GPU") and packs its logs into OUT/gpu-check.tar.gz,
 # that a failed step skips the steps after it unless GPU_CHECK_KEEP_GOING=1, that the folder
@@ -19,18 +20,23 @@ GPU_STAGE_FROM=$build scripts/gpu-stage.sh "$tmp/stage" > "$tmp/stage.log" 2>&1
 rc=$?
 tap_ok "gpu-stage.sh stages $build (GPU_STAGE_FROM)" test "$rc" -eq 0
 [ "$rc" -eq 0 ] || sed 's/^/# /' "$tmp/stage.log"
-tap_ok "it prints the folder's size" grep -q 'MiB (limit 60)' "$tmp/stage.log"
+tap_ok "it prints the folder's size and the working tree's" \
+  grep -qE "MiB \+ the working tree's [0-9]+ MiB \(limit 62\)" "$tmp/stage.log"
 mv "$tmp/stage" "$tmp/moved"  # nothing may depend on where it was staged
 dir=$tmp/moved
-tap_ok "the folder holds run.sh, gpu-check.sh, STAGED, lib.tar.gz, fixtures, tokenizer" \
-  test -x "$dir/run.sh" -a -f "$dir/gpu-check.sh" -a -f "$dir/STAGED" -a -f "$dir/lib.tar.gz" \
-  -a -f "$dir/tests/fixtures/gptoss-tiny/a/golden.json" -a -f "$dir/datasets/sharegpt-synth.json" \
-  -a -f "$dir/datasets/tokenizer/o200k_base.tiktoken"
-tap_ok "the folder is at most 60 MiB" test "$(du -sm "$dir" | cut -f1)" -le 60
+tap_ok "the folder holds run.sh, gpu-check.sh, STAGED and stage.tar.gz alone" \
+  test -x "$dir/run.sh" -a -f "$dir/gpu-check.sh" -a -f "$dir/STAGED" -a -f "$dir/stage.tar.gz" \
+  -a "$(ls "$dir" | wc -l)" -eq 4
+tap_ok "the folder is at most 40 MiB (it travels with the working tree, 64 MiB in all)" \
+  test "$(du -sm "$dir" | cut -f1)" -le 40
 
-mkdir -p "$tmp/unpacked" && tar -xzf "$dir/lib.tar.gz" -C "$tmp/unpacked"
-lib=$tmp/unpacked/lib
-tap_ok "lib.tar.gz holds libcjson and libmicrohttpd" test -f "$lib/libcjson.so.1" -a -f "$lib/libmicrohttpd.so.12"
+mkdir -p "$tmp/unpacked" && tar -xzf "$dir/stage.tar.gz" -C "$tmp/unpacked"
+staged=$tmp/unpacked
+lib=$staged/lib
+tap_ok "stage.tar.gz holds the fixtures, the ShareGPT-format dataset and the tokenizer" \
+  test -f "$staged/tests/fixtures/gptoss-tiny/a/golden.json" \
+  -a -f "$staged/datasets/sharegpt-synth.json" -a -f "$staged/datasets/tokenizer/o200k_base.tiktoken"
+tap_ok "stage.tar.gz holds libcjson and libmicrohttpd" test -f "$lib/libcjson.so.1" -a -f "$lib/libmicrohttpd.so.12"
 excluded() {
   local f
   for f in "$lib"/*; do
@@ -38,7 +44,7 @@ excluded() {
   done
   return 0
 }
-tap_ok "lib.tar.gz leaves out glibc, libstdc++, libgcc_s and the CUDA libraries" excluded
+tap_ok "stage.tar.gz leaves out glibc, libstdc++, libgcc_s and the CUDA libraries" excluded
 # Every library ldd resolves is the staged one, or one the device has (glibc & co, CUDA).
 resolves_from_stage() {  # binary
   local out line bad=0
@@ -53,10 +59,10 @@ resolves_from_stage() {  # binary
   done <<< "$out"
   return "$bad"
 }
-for b in "$dir"/bin/*; do
+for b in "$staged"/bin/*; do
   tap_ok "$(basename "$b") loads every library from the stage or the device" resolves_from_stage "$b"
 done
-runs_staged() { LD_LIBRARY_PATH=$lib "$dir/bin/$1" --help > /dev/null 2>&1; }
+runs_staged() { LD_LIBRARY_PATH=$lib "$staged/bin/$1" --help > /dev/null 2>&1; }
 tap_ok "the staged gptoss-engine --help runs" runs_staged gptoss-engine
 tap_ok "the staged gptoss-bench --help runs" runs_staged gptoss-bench
 
@@ -71,7 +77,7 @@ holds() { local f; for f in "$@"; do grep -qx "logs/$f" "$tmp/listing" || return
 tap_ok "the tarball holds summary.txt, env.txt and the golden logs" \
   holds summary.txt env.txt golden-a-f32.log golden-a-f32.json golden-b-bf16.log
 tar -xzOf "$tmp/out/gpu-check.tar.gz" logs/env.txt > "$tmp/env.txt" 2>/dev/null
-tap_ok "the tarball's env.txt names the stage's libraries" grep -q '^LD_LIBRARY_PATH=.*gpu-stage-lib' "$tmp/env.txt"
+tap_ok "the tarball's env.txt names the stage's libraries" grep -q '^LD_LIBRARY_PATH=.*gpu-stage\.' "$tmp/env.txt"
 tap_ok "ops, kernels and serve are skipped: no GPU" \
   test "$(grep -cE '^(ops|kernels|serve-sync|serve-async) +skipped +no GPU' "$tmp/out/summary.txt")" -eq 4
 if command -v python3 > /dev/null; then
@@ -105,7 +111,7 @@ fails_saying() {  # text, command...: the command fails and its output holds the
 tap_ok "a GPU_STAGE_FROM without binaries fails, naming it" \
   fails_saying "nowhere has no bin/gptoss-engine" env GPU_STAGE_FROM="$tmp/nowhere" scripts/gpu-stage.sh "$tmp/bad"
 tap_ok "a folder over GPU_STAGE_MAX_MIB fails, naming the limit" \
-  fails_saying "over 1 MiB" env GPU_STAGE_FROM="$build" GPU_STAGE_MAX_MIB=1 scripts/gpu-stage.sh "$tmp/big"
+  fails_saying "pass 1 MiB" env GPU_STAGE_FROM="$build" GPU_STAGE_MAX_MIB=1 scripts/gpu-stage.sh "$tmp/big"
 tap_ok "a GPU_STAGE_BASELINE that is no commit fails, naming it" \
   fails_saying "GPU_STAGE_BASELINE=no-such-rev is no commit" env GPU_STAGE_FROM="$build" \
   GPU_STAGE_BASELINE=no-such-rev scripts/gpu-stage.sh "$tmp/nobase"
