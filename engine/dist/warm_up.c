@@ -23,12 +23,8 @@ bool runner_warm_up(Runner *r, int max_num_seqs, int max_model_len, int block_si
   int32_t *seq_lens = xmalloc((size_t)S * sizeof *seq_lens);
   int32_t *logits_indices = xmalloc((size_t)S * sizeof *logits_indices);
   int32_t *tables = xcalloc((size_t)S * (size_t)W, sizeof *tables);  // every entry block 0
-  // greedy rows asking for every logprob a request may: the sample op's buffers at their peak
-  SampleRow *sample = xcalloc((size_t)S, sizeof *sample);
-  for (int s = 0; s < S; s++)
-    sample[s] = (SampleRow){.top_p = 1.0f, .logprobs = true, .num_top_logprobs = PICK_MAX_LOGPROBS};
+  SampleRow *sample = xcalloc((size_t)S, sizeof *sample);            // greedy
   int32_t *sampled = xmalloc((size_t)S * sizeof *sampled);
-  PickLogprobs *logprobs = xmalloc((size_t)S * sizeof *logprobs);
   // Host rows for the logits a device does not sample (none here: only virtual memory).
   float *logits = malloc((size_t)S * (size_t)vocab * sizeof *logits);
   const bool ok = logits != NULL;
@@ -59,10 +55,10 @@ bool runner_warm_up(Runner *r, int max_num_seqs, int max_model_len, int block_si
                      .max_blocks_per_seq = W,
                      .logits_indices = logits_indices,
                      .num_logits = S};
-    runner_forward(r, &b, logits, sample, sampled, logprobs);
+    runner_forward(r, &b, logits, sample, sampled, NULL);
   }
   runner_kv_free(r);
   free(ids), free(positions), free(slots), free(query_start), free(seq_lens);
-  free(logits_indices), free(tables), free(sample), free(sampled), free(logprobs), free(logits);
+  free(logits_indices), free(tables), free(sample), free(sampled), free(logits);
   return ok;
 }

@@ -16,10 +16,10 @@
 // Runs runner_max_num_tokens(r) tokens spread evenly over min(max_num_seqs, that) sequences (what
 // depends on the split, as CUDA's attention tiles, a backend sizes for the worst one), each
 // sequence's block table max_model_len / block_size blocks wide, a greedy logits row per sequence
-// sampled where the backend samples, with every logprob a request may ask for. The pass writes no
-// KV (every slot is padding) and reads a one-block cache of its own, which it frees: r must have no
-// KV cache (before runner_kv_init), and has none after. Its logits mean nothing. False with a
-// message when the one-block cache or the host logits do not fit.
+// sampled where the backend samples. The pass writes no KV (every slot is padding) and reads a
+// one-block cache of its own, which it frees: r must have no KV cache (before runner_kv_init),
+// and has none after. Its logits mean nothing. False with a message when the one-block cache or
+// the host logits do not fit.
 bool runner_warm_up(Runner *r, int max_num_seqs, int max_model_len, int block_size, char *err,
                     size_t err_size);
 

@@ -1155,10 +1155,9 @@ static void test_sample(void **state) {
 }
 
 // Sorts ids by weight descending, lower id first on ties (the kept set's order).
-static const double *g_top_weights;
-static int by_weight_desc(const void *a, const void *b) {
+static int by_weight_desc(const void *a, const void *b, void *weights) {
   const int i = *(const int *)a, j = *(const int *)b;
-  const double wi = g_top_weights[i], wj = g_top_weights[j];
+  const double wi = ((const double *)weights)[i], wj = ((const double *)weights)[j];
   if (wi != wj) return wi < wj ? 1 : -1;
   return i < j ? -1 : 1;
 }
@@ -1175,9 +1174,8 @@ static bool sample_top_is_exact(const float *x, int vocab, const SampleRow *r, i
   for (int i = 0; i < vocab; i++) w[i] = exp((x[i] - max) / r->temperature), order[i] = i;
   for (int i = 0; i < vocab; i++) total += w[i];
   int kept = r->top_k > 0 && r->top_k < vocab ? r->top_k : vocab;
-  g_top_weights = w;
   if (kept < vocab || r->top_p < 1.0f)  // else the whole row, in id order
-    qsort(order, (size_t)vocab, sizeof *order, by_weight_desc);
+    qsort_r(order, (size_t)vocab, sizeof *order, by_weight_desc, w);
   double kept_mass = 0;
   for (int j = 0; j < kept; j++) kept_mass += w[order[j]];
   if (r->top_p < 1.0f) {

@@ -213,14 +213,8 @@ bool cuda_weights_dummy(Backend *be, const GptOssConfig *c, const WeightsOptions
   if (g.failed || !cuda_weights_alloc(st, own, g.offset, err, err_size)) goto fail;
   g = CudaDummyGen{st, (char *)own->device, 0, c, &device->shard, o, false, err, err_size};
   cuda_dummy_walk(&g, device);
-  {
-    const cudaError_t e = cudaStreamSynchronize(st->stream);
-    if (e != cudaSuccess) {
-      snprintf(err, err_size, "generating the dummy weights: %s", cudaGetErrorString(e));
-      goto fail;
-    }
-  }
-  return true;
+  if (g.failed) goto fail;
+  return cuda_weights_finish(be, device, "generating the dummy weights", err, err_size);
 
 fail:
   cuda_weights_free(be, device);

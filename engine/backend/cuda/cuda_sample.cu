@@ -195,10 +195,11 @@ void cuda_sample(Backend *be, const float *logits, int num_rows, int vocab, cons
     any_logprobs |= rows[i].temperature >= 0 && rows[i].logprobs;
   }
   CHECK(!any_logprobs || logprobs);
-  // one buffer each side: the rows, the ids, the logprobs
+  // One buffer each side: the rows, the ids, the logprobs. Sized for logprobs on every row
+  // whether or not they are asked for, so that the warm-up step's call reaches the peak.
   const size_t rows_bytes = ((size_t)num_rows * sizeof(SampleRow) + 255) & ~(size_t)255;
   const size_t ids_bytes = ((size_t)num_rows * sizeof(int32_t) + 255) & ~(size_t)255;
-  const size_t lp_bytes = any_logprobs ? (size_t)num_rows * sizeof(PickLogprobs) : 0;
+  const size_t lp_bytes = (size_t)num_rows * sizeof(PickLogprobs);
   cuda_buffer_reserve(&st->sample_host, rows_bytes + ids_bytes + lp_bytes, true);
   cuda_buffer_reserve(&st->sample_dev, rows_bytes + ids_bytes + lp_bytes, false);
   char *host = (char *)st->sample_host.ptr, *dev = (char *)st->sample_dev.ptr;
@@ -211,8 +212,9 @@ void cuda_sample(Backend *be, const float *logits, int num_rows, int vocab, cons
       logits, vocab, (const SampleRow *)dev, (int32_t *)(dev + rows_bytes),
       (PickLogprobs *)(dev + rows_bytes + ids_bytes));
   CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cudaMemcpyAsync(host + rows_bytes, dev + rows_bytes, ids_bytes + lp_bytes,
-                             cudaMemcpyDeviceToHost, st->stream));
+  CUDA_CHECK(cudaMemcpyAsync(host + rows_bytes, dev + rows_bytes,
+                             ids_bytes + (any_logprobs ? lp_bytes : 0), cudaMemcpyDeviceToHost,
+                             st->stream));
   CUDA_CHECK(cudaStreamSynchronize(st->stream));
   memcpy(ids, host + rows_bytes, (size_t)num_rows * sizeof(int32_t));
   for (int i = 0; any_logprobs && i < num_rows; i++)

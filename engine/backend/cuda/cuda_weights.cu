@@ -156,6 +156,15 @@ bool cuda_weights_alloc(CudaState *st, CudaWeightsOwned *o, size_t bytes, char *
   return false;
 }
 
+bool cuda_weights_finish(Backend *be, GptOssWeights *device, const char *what, char *err,
+                         size_t err_size) {
+  const cudaError_t e = cudaStreamSynchronize(cuda_state(be)->stream);
+  if (e == cudaSuccess) return true;
+  snprintf(err, err_size, "%s: %s", what, cudaGetErrorString(e));
+  cuda_weights_free(be, device);
+  return false;
+}
+
 void cuda_weights_free(Backend *be, GptOssWeights *device) {
   CudaWeightsOwned *o = (CudaWeightsOwned *)device->owned;
   if (o) {
@@ -186,14 +195,7 @@ bool cuda_weights_upload(Backend *be, const GptOssWeights *host, GptOssWeights *
   u = CudaUpload{st, (char *)o->device, 0, false, err, err_size};
   cuda_upload_walk(&u, host, device);
   if (u.failed) goto fail;
-  {
-    cudaError_t e = cudaStreamSynchronize(st->stream);
-    if (e != cudaSuccess) {
-      snprintf(err, err_size, "copying the weights to the device: %s", cudaGetErrorString(e));
-      goto fail;
-    }
-  }
-  return true;
+  return cuda_weights_finish(be, device, "copying the weights to the device", err, err_size);
 
 fail:
   cuda_weights_free(be, device);

@@ -24,6 +24,11 @@ CudaWeightsOwned *cuda_weights_skeleton(GptOssWeights *device, bool with_layers)
 bool cuda_weights_alloc(CudaState *st, CudaWeightsOwned *o, size_t bytes, char *err,
                         size_t err_size);
 
+// The end of a maker's second pass: waits for its queued copies or kernels; on a CUDA error
+// frees device and says "what: the error" in err.
+bool cuda_weights_finish(Backend *be, GptOssWeights *device, const char *what, char *err,
+                         size_t err_size);
+
 // MXFP4 expert codes (bytes of them, whole 16-byte blocks) moved in place, on the stream, into
 // the layout the MoE kernels decode (cuda_mxfp4_layout.h); both makers store every MXFP4 expert
 // matrix so.
