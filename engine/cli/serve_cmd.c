@@ -32,9 +32,10 @@ typedef struct {
   int max_num_batched_tokens;  // 0: the device's default (serve_defaults)
   int max_num_seqs;            // 0: the device's default
   bool async_scheduling;
-  bool enable_prefix_caching;   // vLLM v1's default: on
-  const char *kv_cache_memory;  // bytes ("4GiB", "2000000000") or a fraction of free memory;
-                                // NULL: the device's default
+  bool enable_prefix_caching;    // vLLM v1's default: on
+  bool disable_hybrid_kv_cache;  // vLLM's --disable-hybrid-kv-cache-manager
+  const char *kv_cache_memory;   // bytes ("4GiB", "2000000000") or a fraction of free memory;
+                                 // NULL: the device's default
   int block_size;
   const char *kv_cache_dtype;  // auto | float32 | bfloat16
   const char *load_format;
@@ -57,6 +58,8 @@ static const char USAGE[] =
     "  --max-num-seqs N (CPU 128, CUDA 1024)  --async-scheduling\n"
     "  --kv-cache-memory BYTES|FRACTION of the memory free after the weights (CPU 0.2, CUDA 0.9)\n"
     "  --enable-prefix-caching (the default) | --no-enable-prefix-caching\n"
+    "  --disable-hybrid-kv-cache-manager (the sliding-window layers keep every position's KV,\n"
+    "     not only their window's)\n"
     "  --block-size N (16)  --kv-cache-dtype auto|float32|bfloat16 (auto: bfloat16 on CUDA\n"
     "     unless the weights are f32)  --load-format auto|safetensors|dummy  --seed N (0)\n"
     "  --weight-format auto|f32|bf16|q8 (auto: q8 for dummy weights, f32 for a checkpoint)\n"
@@ -85,6 +88,7 @@ static ServeOptions parse_options(int argc, char **argv) {
                                            {"async-scheduling", no_argument, 0, 'a'},
                                            {"enable-prefix-caching", no_argument, 0, 'c'},
                                            {"no-enable-prefix-caching", no_argument, 0, 'C'},
+                                           {"disable-hybrid-kv-cache-manager", no_argument, 0, 'y'},
                                            {"kv-cache-memory", required_argument, 0, 'k'},
                                            {"block-size", required_argument, 0, 'b'},
                                            {"kv-cache-dtype", required_argument, 0, 'D'},
@@ -121,6 +125,7 @@ static ServeOptions parse_options(int argc, char **argv) {
       case 'a': o.async_scheduling = true; break;
       case 'c': o.enable_prefix_caching = true; break;
       case 'C': o.enable_prefix_caching = false; break;
+      case 'y': o.disable_hybrid_kv_cache = true; break;
       case 'k': o.kv_cache_memory = optarg; break;
       case 'b': o.block_size = (int)cli_parse_long("serve", "--block-size", optarg, 1, 1024); break;
       case 'D': o.kv_cache_dtype = optarg; break;
@@ -291,11 +296,21 @@ static void print_config(const ServeOptions *o, const EngineConfig *c, const Run
   weights_plan(runner_config(runner), weights, &plan);
   printf("  weights %.2f GiB (%s dense, %s experts)\n", (double)plan.loaded_bytes / (1 << 30),
          weight_format_name(weights->dense_format), weight_format_name(weights->expert_format));
-  printf(
-      "  block-size %d  kv-cache-dtype %s  kv-cache-memory %.2f GiB: %d blocks = %lld tokens of "
-      "KV capacity\n",
-      c->block_size, kv_dtype_name(kv_dtype), (double)kv_bytes / (1 << 30), c->num_kv_blocks,
-      (long long)c->num_kv_blocks * c->block_size);
+  const GptOssConfig *mc = runner_config(runner);
+  if (engine_hybrid_kv(c, mc))  // a block holds half the layers; a long sequence, 1 per 16 tokens
+    printf(
+        "  block-size %d  kv-cache-dtype %s  kv-cache-memory %.2f GiB: %d blocks, hybrid (the "
+        "sliding layers keep their last %d positions) = %lld tokens of KV capacity, %lld when "
+        "every sequence is within its window\n",
+        c->block_size, kv_dtype_name(kv_dtype), (double)kv_bytes / (1 << 30), c->num_kv_blocks,
+        mc->sliding_window, (long long)(c->num_kv_blocks - 1) * c->block_size,
+        (long long)(c->num_kv_blocks - 1) / 2 * c->block_size);
+  else
+    printf(
+        "  block-size %d  kv-cache-dtype %s  kv-cache-memory %.2f GiB: %d blocks = %lld tokens "
+        "of KV capacity\n",
+        c->block_size, kv_dtype_name(kv_dtype), (double)kv_bytes / (1 << 30), c->num_kv_blocks,
+        (long long)c->num_kv_blocks * c->block_size);
   printf(
       "  attention backend: built-in (sinks, sliding window)  -tp %d  -pp %d (%d ranks of %d "
       "threads%s)  seed %llu\n",
@@ -384,24 +399,29 @@ int serve_cmd_main(int argc, char **argv) {
     printf("gptoss-engine serve: warm-up step of %d tokens in %.2f s\n", o.max_num_batched_tokens,
            (double)(clock_now_ns() - t0) * 1e-9);
   }
-  size_t kv_bytes = kv_cache_bytes(o.kv_cache_memory, device);
-  size_t block_bytes = runner_kv_bytes_per_token(runner) * (size_t)o.block_size;
   EngineConfig config = {.max_num_batched_tokens = o.max_num_batched_tokens,
                          .max_num_seqs = o.max_num_seqs,
                          .max_model_len = max_model_len,
                          .block_size = o.block_size,
-                         .num_kv_blocks = (int)(kv_bytes / block_bytes),
                          .async_scheduling = o.async_scheduling,
                          .enable_prefix_caching = o.enable_prefix_caching,
+                         .disable_hybrid_kv_cache = o.disable_hybrid_kv_cache,
                          .host_sampling = host_sampling(),
                          .step_slowdown = test_step_slowdown()};
   TokenIds forced = {0};
   test_forced_output(&forced);
   config.forced_output_ids = forced.data;
   config.num_forced_output_ids = forced.len;
-  if (config.num_kv_blocks < 1)
-    die("serve: --kv-cache-memory %s holds no block of %d tokens (%zu bytes); give more",
-        o.kv_cache_memory, o.block_size, block_bytes);
+  const bool hybrid = engine_hybrid_kv(&config, runner_config(runner));
+  size_t kv_bytes = kv_cache_bytes(o.kv_cache_memory, device);
+  size_t block_bytes = runner_kv_bytes_per_token(runner, hybrid) * (size_t)o.block_size;
+  size_t num_blocks = kv_bytes / block_bytes;
+  config.num_kv_blocks = num_blocks > INT32_MAX ? INT32_MAX : (int)num_blocks;
+  if (config.num_kv_blocks < 1 + hybrid)
+    die("serve: --kv-cache-memory %s holds %d blocks of %d tokens (%zu bytes each), fewer than "
+        "%d; give more",
+        o.kv_cache_memory ? o.kv_cache_memory : "(default)", config.num_kv_blocks, o.block_size,
+        block_bytes, 1 + hybrid);
   const char *name = o.served_model_name ? o.served_model_name : o.model;
   print_config(&o, &config, runner, &wo, device, name, kv_bytes, ro.kv_dtype);
 

@@ -8,10 +8,11 @@
 
 #include "common/check.h"
 
-void batch_builder_init(BatchBuilder *b, const EngineConfig *config) {
+void batch_builder_init(BatchBuilder *b, const EngineConfig *config, bool hybrid_kv) {
   size_t num_tokens = (size_t)config->max_num_batched_tokens;
   size_t num_seqs = (size_t)config->max_num_seqs;
-  *b = (BatchBuilder){.block_size = config->block_size};
+  *b = (BatchBuilder){.block_size = config->block_size, .hybrid_kv = hybrid_kv};
+  if (hybrid_kv) b->window_slot_mapping = xmalloc(num_tokens * sizeof *b->window_slot_mapping);
   b->token_ids = xmalloc(num_tokens * sizeof *b->token_ids);
   b->positions = xmalloc(num_tokens * sizeof *b->positions);
   b->slot_mapping = xmalloc(num_tokens * sizeof *b->slot_mapping);
@@ -30,6 +31,8 @@ void batch_builder_free(BatchBuilder *b) {
   free(b->seq_lens);
   free(b->logits_indices);
   free(b->block_tables);
+  free(b->window_slot_mapping);
+  free(b->window_block_tables);
   free(b->patch_token_index);
   free(b->patch_sample_row);
   *b = (BatchBuilder){0};
@@ -42,6 +45,8 @@ static void reserve_block_tables(BatchBuilder *b, int num_seqs, int stride) {
   size_t cap = b->block_tables_capacity ? b->block_tables_capacity : 1024;
   while (cap < need) cap *= 2;
   b->block_tables = xrealloc(b->block_tables, cap * sizeof *b->block_tables);
+  if (b->hybrid_kv)
+    b->window_block_tables = xrealloc(b->window_block_tables, cap * sizeof *b->window_block_tables);
   b->block_tables_capacity = cap;
 }
 
@@ -62,7 +67,8 @@ const Batch *batch_build(BatchBuilder *b, const SchedOutput *out) {
     int seq_len = e->start_pos + e->num_new_tokens;
     int num_blocks = blocks_for_tokens(seq_len, bs);
     CHECK(r->status != REQ_FINISHED && num_blocks <= r->blocks.num_blocks);
-    const int32_t *ids = r->blocks.ids;
+    CHECK(b->hybrid_kv == (r->blocks.window_ids != NULL));
+    const int32_t *ids = r->blocks.ids, *window_ids = r->blocks.window_ids;
     b->query_start[s] = t;
     for (int pos = e->start_pos; pos < seq_len; pos++, t++) {
       if (pos < r->num_tokens) {
@@ -75,9 +81,15 @@ const Batch *batch_build(BatchBuilder *b, const SchedOutput *out) {
       }
       b->positions[t] = pos;
       b->slot_mapping[t] = (int64_t)ids[pos / bs] * bs + pos % bs;
+      if (window_ids) {  // a block the step writes is one its first token still sees
+        CHECK(pos / bs >= r->blocks.num_skipped);
+        b->window_slot_mapping[t] = (int64_t)window_ids[pos / bs] * bs + pos % bs;
+      }
     }
     b->seq_lens[s] = seq_len;
-    memcpy(b->block_tables + (size_t)s * (size_t)stride, ids, (size_t)num_blocks * sizeof *ids);
+    const size_t row = (size_t)s * (size_t)stride, row_bytes = (size_t)num_blocks * sizeof *ids;
+    memcpy(b->block_tables + row, ids, row_bytes);
+    if (window_ids) memcpy(b->window_block_tables + row, window_ids, row_bytes);
     if (e->sample_row >= 0) b->logits_indices[e->sample_row] = t - 1;
   }
   CHECK(t == out->num_tokens);
@@ -91,6 +103,8 @@ const Batch *batch_build(BatchBuilder *b, const SchedOutput *out) {
                      .seq_lens = b->seq_lens,
                      .block_tables = b->block_tables,
                      .max_blocks_per_seq = stride,
+                     .window_slot_mapping = b->window_slot_mapping,
+                     .window_block_tables = b->window_block_tables,
                      .logits_indices = b->logits_indices,
                      .num_logits = out->num_samples};
   return &b->batch;

@@ -43,6 +43,7 @@ struct Engine {
   EngineConfig config;
   Runner *runner;
   BlockManager blocks;
+  bool hybrid_kv;  // engine_hybrid_kv
   Scheduler sched;
   Step steps[2];  // async alternates; sync uses steps[0]
   float *logits;  // [max_num_seqs, vocab]
@@ -268,15 +269,29 @@ static void *engine_main(void *arg) {
 // ---------------------------------------------------------------------------------------------
 // public API
 
+bool engine_hybrid_kv(const EngineConfig *config, const GptOssConfig *model_config) {
+  return !config->disable_hybrid_kv_cache && config_has_both_layer_kinds(model_config);
+}
+
 bool engine_create(Engine **out, const EngineConfig *config, Runner *runner, char *err,
                    size_t err_size) {
-  size_t vocab = (size_t)runner_config(runner)->vocab_size;
+  const GptOssConfig *model_config = runner_config(runner);
+  const bool hybrid_kv = engine_hybrid_kv(config, model_config);
+  if (hybrid_kv && config->num_kv_blocks < 2) {
+    snprintf(err, err_size,
+             "a hybrid KV cache needs at least 2 blocks (one is the null block), got %d; give "
+             "the KV cache more memory or pass --disable-hybrid-kv-cache-manager",
+             config->num_kv_blocks);
+    return false;
+  }
+  size_t vocab = (size_t)model_config->vocab_size;
   float *logits = malloc((size_t)config->max_num_seqs * vocab * sizeof(float));
   if (!logits) {
     snprintf(err, err_size, "out of memory for the logits of %d sequences", config->max_num_seqs);
     return false;
   }
-  if (!runner_kv_init(runner, config->num_kv_blocks, config->block_size, err, err_size)) {
+  if (!runner_kv_init(runner, config->num_kv_blocks, config->block_size, hybrid_kv, err,
+                      err_size)) {
     free(logits);
     return false;
   }
@@ -284,11 +299,18 @@ bool engine_create(Engine **out, const EngineConfig *config, Runner *runner, cha
   e->config = *config;
   e->runner = runner;
   e->logits = logits;
-  blocks_init(&e->blocks, config->num_kv_blocks, config->block_size, config->enable_prefix_caching);
+  e->hybrid_kv = hybrid_kv;
+  if (hybrid_kv)
+    blocks_init_hybrid(&e->blocks, config->num_kv_blocks, config->block_size,
+                       config->enable_prefix_caching, model_config->sliding_window,
+                       config->max_num_batched_tokens);
+  else
+    blocks_init(&e->blocks, config->num_kv_blocks, config->block_size,
+                config->enable_prefix_caching);
   sched_init(&e->sched, config, &e->blocks);
   for (int i = 0; i < 2; i++) {
     sched_output_init(&e->steps[i].plan, &e->sched);
-    batch_builder_init(&e->steps[i].builder, config);
+    batch_builder_init(&e->steps[i].builder, config, hybrid_kv);
     e->steps[i].sampled_ids = xcalloc((size_t)config->max_num_seqs, sizeof(uint32_t));
     e->steps[i].logprobs = xcalloc((size_t)config->max_num_seqs, sizeof(PickLogprobs));
     e->steps[i].sample_rows = xcalloc((size_t)config->max_num_seqs, sizeof(SampleRow));
@@ -355,7 +377,7 @@ uint64_t engine_submit(Engine *e, const EngineRequestParams *p, char *err, size_
     }
   if (!check_sampling(p, vocab, err, err_size)) return 0;
   uint64_t id = atomic_fetch_add(&e->next_id, 1);
-  Request *r = req_create(id, p, e->config.block_size);
+  Request *r = req_create(id, p, e->config.block_size, e->hybrid_kv);
   pthread_mutex_lock(&e->inbox_lock);
   if (e->num_inbox == e->inbox_cap) {
     e->inbox_cap = e->inbox_cap ? 2 * e->inbox_cap : 64;

@@ -13,17 +13,20 @@
 #include "dist/runner.h"
 
 typedef struct {
-  int max_num_batched_tokens;  // token budget of one step (prefill chunks + decodes)
-  int max_num_seqs;            // running requests at most
-  int max_model_len;           // prompt + output tokens of one request at most
-  int block_size;              // tokens per KV block (16)
-  int num_kv_blocks;           // KV capacity = num_kv_blocks * block_size tokens
-  bool async_scheduling;       // plan step N+1 while step N executes
-  bool enable_prefix_caching;  // share the KV of full blocks with the same token prefix (vLLM v1)
-  bool host_sampling;          // sample every row on the host, even where the backend samples
-                               // on its device (backend.h, sample): for comparing the two
-  double step_slowdown;        // testing only (> 1: each step spins until it has taken this
-                               // many times its own time; the gate's slowdown test); 0 or 1: off
+  int max_num_batched_tokens;    // token budget of one step (prefill chunks + decodes)
+  int max_num_seqs;              // running requests at most
+  int max_model_len;             // prompt + output tokens of one request at most
+  int block_size;                // tokens per KV block (16)
+  int num_kv_blocks;             // KV capacity = num_kv_blocks * block_size tokens
+  bool async_scheduling;         // plan step N+1 while step N executes
+  bool enable_prefix_caching;    // share the KV of full blocks with the same token prefix (vLLM v1)
+  bool disable_hybrid_kv_cache;  // vLLM's --disable-hybrid-kv-cache-manager: the sliding layers
+                                 // keep every position's KV, as the full layers do; otherwise
+                                 // only their window's (core/block_manager.h, hybrid pools)
+  bool host_sampling;            // sample every row on the host, even where the backend samples
+                                 // on its device (backend.h, sample): for comparing the two
+  double step_slowdown;          // testing only (> 1: each step spins until it has taken this
+                                 // many times its own time; the gate's slowdown test); 0 or 1: off
   const uint32_t *forced_output_ids;  // testing only: output position i of every request is
   size_t num_forced_output_ids;       // forced_output_ids[i] whatever was sampled (the API
                                       // tests' scripted harmony); borrowed; NULL: off
@@ -81,6 +84,11 @@ typedef struct {
 } EngineStats;
 
 typedef struct Engine Engine;
+
+// Whether an engine of config on a model of model_config keeps a hybrid KV cache (a model with
+// sliding and full layers, unless config disables it): num_kv_blocks then counts blocks of half
+// the layers (runner_kv_bytes_per_token(runner, true)), one of them the null block.
+bool engine_hybrid_kv(const EngineConfig *config, const GptOssConfig *model_config);
 
 // Runs the model on runner (which it borrows) and allocates its KV cache from config. False with
 // a message.

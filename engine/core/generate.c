@@ -102,7 +102,7 @@ bool generate_run(Runner *runner, const GenerateRequest *r, GenerateResult *out,
   int num_prompt = (int)r->num_prompt_ids;
   int capacity = num_prompt + r->max_tokens;
   int num_blocks = (capacity + GENERATE_BLOCK_SIZE - 1) / GENERATE_BLOCK_SIZE;
-  if (!runner_kv_init(runner, num_blocks, GENERATE_BLOCK_SIZE, err, err_size)) return false;
+  if (!runner_kv_init(runner, num_blocks, GENERATE_BLOCK_SIZE, false, err, err_size)) return false;
   size_t vocab = (size_t)c->vocab_size;
   bool all_logits = r->prompt_logits != NULL;
   float *row = xmalloc(vocab * sizeof(float));  // one token's logits

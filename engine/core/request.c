@@ -19,22 +19,24 @@ static bool penalised(const SamplingParams *p) {
          p->frequency_penalty != 0;
 }
 
-Request *req_create(uint64_t id, const EngineRequestParams *p, int block_size) {
+Request *req_create(uint64_t id, const EngineRequestParams *p, int block_size, bool hybrid_kv) {
   CHECK(p->num_prompt_ids > 0 && p->max_tokens >= 1);
   int max_num_tokens = (int)p->num_prompt_ids + p->max_tokens;
   int max_blocks = blocks_for_tokens(max_num_tokens, block_size);
   size_t num_stop = NUM_HARMONY_STOPS + p->num_stop_token_ids;
   size_t num_sampled = penalised(&p->sampling) ? (size_t)p->max_tokens : 0;
-  Request *r = xcalloc(1, sizeof *r + (size_t)max_blocks * sizeof(int32_t) +
+  const size_t num_ids = (size_t)max_blocks * (hybrid_kv ? 2 : 1);
+  Request *r = xcalloc(1, sizeof *r + num_ids * sizeof(int32_t) +
                               ((size_t)max_num_tokens + num_stop + num_sampled) * sizeof(uint32_t) +
                               p->num_logit_bias * sizeof(SamplerBias) +
                               (size_t)max_blocks * sizeof(BlockHash));
   int32_t *block_ids = (int32_t *)(r + 1);
-  r->token_ids = (uint32_t *)(block_ids + max_blocks);
+  r->token_ids = (uint32_t *)(block_ids + num_ids);
   r->stop_ids = r->token_ids + max_num_tokens;
   r->sampled_ids = num_sampled ? r->stop_ids + num_stop : NULL;
   SamplerBias *bias = (SamplerBias *)(r->stop_ids + num_stop + num_sampled);
-  blocks_table_init(&r->blocks, block_ids, (BlockHash *)(bias + p->num_logit_bias), max_blocks);
+  blocks_table_init(&r->blocks, block_ids, hybrid_kv ? block_ids + max_blocks : NULL,
+                    (BlockHash *)(bias + p->num_logit_bias), max_blocks);
   r->id = id;
   r->num_prompt_tokens = (int)p->num_prompt_ids;
   r->num_tokens = r->num_prompt_tokens;

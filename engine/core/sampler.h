@@ -40,6 +40,7 @@ typedef struct {
   const SamplerBias *bias;     // [num_bias]
   size_t num_bias;
   const uint32_t *stop_ids;  // [num_stop_ids] masked (-inf) while num_generated < min_tokens
+                             // (ids outside the vocabulary skipped)
   size_t num_stop_ids;
 } SamplerInputs;
 

@@ -50,7 +50,8 @@ void sampler_process(float *logits, int vocab_size, const SamplingParams *p,
                      const SamplerInputs *in, SamplerScratch *s) {
   for (size_t i = 0; i < in->num_bias; i++) logits[in->bias[i].token_id] += in->bias[i].bias;
   if (in->num_generated < (size_t)(p->min_tokens > 0 ? p->min_tokens : 0))
-    for (size_t i = 0; i < in->num_stop_ids; i++) logits[in->stop_ids[i]] = -INFINITY;
+    for (size_t i = 0; i < in->num_stop_ids; i++)  // a model may lack a harmony stop id
+      if (in->stop_ids[i] < (uint32_t)vocab_size) logits[in->stop_ids[i]] = -INFINITY;
   if (!has_penalties(p)) return;
   reserve_vocab(s, (size_t)vocab_size);
   const uint32_t *out = in->output_ids;

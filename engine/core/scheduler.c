@@ -18,24 +18,32 @@
 static void list_push_front(Request **head, Request **tail, Request *r) {
   r->prev = NULL;
   r->next = *head;
-  if (*head) (*head)->prev = r;
-  else if (tail) *tail = r;
+  if (*head)
+    (*head)->prev = r;
+  else if (tail)
+    *tail = r;
   *head = r;
 }
 
 static void list_remove(Request **head, Request **tail, Request *r) {
-  if (r->prev) r->prev->next = r->next;
-  else *head = r->next;
-  if (r->next) r->next->prev = r->prev;
-  else if (tail) *tail = r->prev;
+  if (r->prev)
+    r->prev->next = r->next;
+  else
+    *head = r->next;
+  if (r->next)
+    r->next->prev = r->prev;
+  else if (tail)
+    *tail = r->prev;
   r->prev = r->next = NULL;
 }
 
 static void waiting_push_back(Scheduler *s, Request *r) {
   r->next = NULL;
   r->prev = s->waiting_tail;
-  if (s->waiting_tail) s->waiting_tail->next = r;
-  else s->waiting_head = r;
+  if (s->waiting_tail)
+    s->waiting_tail->next = r;
+  else
+    s->waiting_head = r;
   s->waiting_tail = r;
   s->num_waiting++;
 }
@@ -86,6 +94,7 @@ void sched_init(Scheduler *s, const EngineConfig *config, BlockManager *blocks) 
   CHECK(config->max_num_seqs > 0 && config->max_num_batched_tokens > 0);
   CHECK(config->block_size == blocks->block_size &&
         config->enable_prefix_caching == blocks->enable_caching);
+  CHECK(blocks->window == 0 || blocks->max_chunk_tokens >= config->max_num_batched_tokens);
   *s = (Scheduler){.config = *config, .blocks = blocks};
   s->running = xcalloc((size_t)config->max_num_seqs, sizeof *s->running);
   req_table_init(&s->table);
@@ -139,7 +148,7 @@ bool sched_check_request(const Scheduler *s, const EngineRequestParams *p, char 
     snprintf(err, err_size,
              "the request needs %d KV blocks (%lld tokens) but the whole KV cache has %d blocks "
              "of %d tokens; reduce the prompt or max_tokens",
-             blocks_for_tokens((int)total, c->block_size), total, s->blocks->num_blocks,
+             blocks_most_needed(s->blocks, (int)total), total, blocks_num_usable(s->blocks),
              c->block_size);
     return false;
   }
@@ -187,19 +196,23 @@ static void push_event(Scheduler *s, const Request *r, bool has_token, uint32_t 
 
 // Takes r out of the queues, frees its blocks and queues its last event (with the token that
 // finished it, if any); frees r too unless a step in flight names it.
-static void finish(Scheduler *s, Request *r, FinishReason reason, bool has_token,
-                   uint32_t token_id, int64_t now_ns) {
+static void finish(Scheduler *s, Request *r, FinishReason reason, bool has_token, uint32_t token_id,
+                   int64_t now_ns) {
   CHECK(r->status != REQ_FINISHED && reason != FINISH_NONE);
-  if (r->status == REQ_RUNNING) running_remove(s, r);
-  else waiting_remove(s, r);
+  if (r->status == REQ_RUNNING)
+    running_remove(s, r);
+  else
+    waiting_remove(s, r);
   blocks_release(s->blocks, &r->blocks);
   req_table_remove(&s->table, r->id);
   r->status = REQ_FINISHED;
   r->finish = reason;
   r->finish_ns = now_ns;
   push_event(s, r, has_token, token_id);
-  if (r->num_steps_in_flight == 0) req_free(r);
-  else list_push_front(&s->retired, NULL, r);
+  if (r->num_steps_in_flight == 0)
+    req_free(r);
+  else
+    list_push_front(&s->retired, NULL, r);
 }
 
 bool sched_abort(Scheduler *s, uint64_t id) {
@@ -248,8 +261,11 @@ static Request *preempt_last(Scheduler *s, SchedOutput *out) {
 // placeholder for the token the step will sample when it reaches the end of r's tokens.
 static void add_entry(Scheduler *s, SchedOutput *out, Request *r, int n) {
   SchedEntry *e = &out->entries[out->num_entries++];
-  *e = (SchedEntry){.req = r, .num_new_tokens = n, .start_pos = r->num_computed_tokens,
-                    .sample_row = -1, .prev_sample_row = -1};
+  *e = (SchedEntry){.req = r,
+                    .num_new_tokens = n,
+                    .start_pos = r->num_computed_tokens,
+                    .sample_row = -1,
+                    .prev_sample_row = -1};
   if (r->num_computed_tokens >= r->num_tokens) {
     // The input is the token the step in flight samples (async): one placeholder, one decode.
     CHECK(r->num_output_placeholders == 1 && n == 1 && r->last_sample_step + 1 == out->step);
@@ -287,7 +303,9 @@ void sched_schedule(Scheduler *s, SchedOutput *out) {
     int n = num_pending - r->num_computed_tokens;
     CHECK(n > 0);
     if (n > budget) n = budget;
-    // Take blocks, preempting from the back until they fit or r itself was preempted.
+    // Release the window blocks this step no longer sees (a hybrid pool), then take blocks,
+    // preempting from the back until they fit or r itself was preempted.
+    blocks_slide(s->blocks, &r->blocks, r->token_ids, r->num_computed_tokens);
     bool preempted_self = false;
     while (!preempted_self && !blocks_grow(s->blocks, &r->blocks, r->num_computed_tokens + n))
       preempted_self = preempt_last(s, out) == r;
@@ -358,8 +376,10 @@ void sched_update(Scheduler *s, const SchedOutput *out, const uint32_t *sampled_
                           : r->num_tokens == r->max_num_tokens ? FINISH_LENGTH
                                                                : FINISH_NONE;
     bool logprobs = r->params.logprobs && out->logprobs;  // r may be freed by finish
-    if (reason == FINISH_NONE) push_event(s, r, true, id);
-    else finish(s, r, reason, true, id, now_ns);
+    if (reason == FINISH_NONE)
+      push_event(s, r, true, id);
+    else
+      finish(s, r, reason, true, id, now_ns);
     if (logprobs) {
       s->events[s->num_events - 1].has_logprobs = true;
       s->events[s->num_events - 1].logprobs = out->logprobs[e->sample_row];
@@ -371,7 +391,7 @@ void sched_stats(const Scheduler *s, EngineStats *out) {
   out->num_running = s->num_running;
   out->num_waiting = s->num_waiting;
   out->num_kv_blocks_used = blocks_num_used(s->blocks);
-  out->num_kv_blocks = s->blocks->num_blocks;
+  out->num_kv_blocks = blocks_num_usable(s->blocks);
   out->num_prompt_tokens = s->num_prompt_tokens;
   out->num_generation_tokens = s->num_generation_tokens;
   out->num_preemptions = s->num_preemptions;

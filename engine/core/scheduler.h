@@ -2,18 +2,22 @@
 // section 8). Each step serves the running requests first, in admission order (one decode token
 // each, or the next chunk of a prefill in progress), then, if nothing was preempted, admits
 // waiting requests first-come-first-served with prefill chunks, within max_num_batched_tokens
-// tokens and max_num_seqs running requests. KV blocks are taken as tokens reach them; when the
-// pool runs dry the most recently admitted running request is preempted: its blocks are freed,
-// it goes back to the head of the queue and is recomputed later.
+// tokens and max_num_seqs running requests. KV blocks are taken as tokens reach them (a hybrid
+// pool, core/block_manager.h: the sliding layers' blocks are released as they leave the window
+// of the request's next token); when the pool runs dry the most recently admitted running
+// request is preempted: its blocks are freed, it goes back to the head of the queue and is
+// recomputed later.
 //
 // Prefix caching (config.enable_prefix_caching, vLLM v1's automatic prefix caching): a request
 // admitted from the queue, new or preempted, first takes its longest run of cached full blocks
 // from the BlockManager (never its last token) and starts its prefill after them
-// (num_computed_tokens = the tokens hit). A block is offered to the cache only in the
-// sched_update of the step that wrote its KV, so no request ever reads a block whose KV a step
-// still has to write (in async mode step N+1, planned before update N, cannot hit the blocks
-// step N fills). Counted as vLLM's PrefixCacheStats: per admitted request that was never
-// preempted, its tokens (queries) and the tokens hit.
+// (num_computed_tokens = the tokens hit). A block is offered to the cache in the sched_update
+// of the step that wrote its KV, so no request ever reads a block whose KV a step still has to
+// write (in async mode step N+1, planned before update N, cannot hit the blocks step N fills);
+// the one exception, a hybrid pool's window block released when step N+1 is planned, is
+// offered then (core/block_manager.h, blocks_slide), when only steps after N can hit it. Counted as
+// vLLM's PrefixCacheStats: per admitted request that was never preempted, its tokens (queries) and
+// the tokens hit.
 //
 // Owns the requests handed to it (waiting, running, and finished ones a step in flight still
 // names), the id table and the token events. Pure host bookkeeping over the BlockManager: it
@@ -43,7 +47,9 @@
 // wasted slot, as in vLLM), and a request whose tokens in flight already reach max_tokens is
 // not scheduled again. Greedy outputs are the same with and without async scheduling.
 // Blocks freed at update N can be handed out in step N+2 while step N+1, which may still write
-// the finished request's KV into them, has not run: steps must execute in order (one stream).
+// the finished request's KV into them, has not run, and window blocks released when step N+1
+// is planned can be handed out in step N+1 while step N, which still reads them, has not run:
+// steps must execute in order (one stream).
 #ifndef GE_CORE_SCHEDULER_H
 #define GE_CORE_SCHEDULER_H
 

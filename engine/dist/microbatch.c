@@ -43,6 +43,11 @@ static Batch cut(const Batch *b, int s0, int s1, int32_t *qs, int32_t *li, int *
                  .seq_lens = b->seq_lens + s0,
                  .block_tables = b->block_tables + (size_t)s0 * (size_t)b->max_blocks_per_seq,
                  .max_blocks_per_seq = b->max_blocks_per_seq,
+                 .window_slot_mapping = b->window_slot_mapping ? b->window_slot_mapping + t0 : NULL,
+                 .window_block_tables =
+                     b->window_block_tables
+                         ? b->window_block_tables + (size_t)s0 * (size_t)b->max_blocks_per_seq
+                         : NULL,
                  .logits_indices = li,
                  .num_logits = n};
 }

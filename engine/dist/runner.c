@@ -340,19 +340,20 @@ bool runner_pinned(const Runner *r) { return r->cpus != NULL; }
 
 int runner_threads_per_rank(const Runner *r) { return r->threads_per_rank; }
 
-size_t runner_kv_bytes_per_token(const Runner *r) {
+size_t runner_kv_bytes_per_token(const Runner *r, bool hybrid) {
   size_t bytes = 0;
   for (int i = 0; i < r->num_ranks; i++)
-    bytes += kv_cache_bytes_per_token(&r->config, &r->ranks[i].shard, r->options.kv_dtype);
+    bytes += kv_cache_bytes_per_token(&r->config, &r->ranks[i].shard, r->options.kv_dtype, hybrid);
   return bytes;
 }
 
-bool runner_kv_init(Runner *r, int num_blocks, int block_size, char *err, size_t err_size) {
+bool runner_kv_init(Runner *r, int num_blocks, int block_size, bool hybrid, char *err,
+                    size_t err_size) {
   runner_kv_free(r);
   for (int i = 0; i < r->num_ranks; i++) {
     Rank *rank = &r->ranks[i];
     if (!kv_cache_init(&rank->kv, rank->backend, &r->config, &rank->shard, r->options.kv_dtype,
-                       num_blocks, block_size, err, err_size)) {
+                       num_blocks, block_size, hybrid, err, err_size)) {
       runner_kv_free(r);
       return false;
     }

@@ -49,12 +49,13 @@ int runner_threads_per_rank(const Runner *r);
 // holds them all and no cgroup quota caps it; GPTOSS_CPU_PIN=0 turns that off).
 bool runner_pinned(const Runner *r);
 // Bytes of KV cache one token takes over all ranks (a KV head copied on several ranks counts
-// on each).
-size_t runner_kv_bytes_per_token(const Runner *r);
+// on each), in a block of a hybrid cache (model/kv_cache.h) or not.
+size_t runner_kv_bytes_per_token(const Runner *r, bool hybrid);
 
 // (Re)allocates every rank's KV cache: num_blocks blocks of block_size tokens (the block ids
-// of a Batch index these). False with a message when out of memory.
-bool runner_kv_init(Runner *r, int num_blocks, int block_size, char *err, size_t err_size);
+// of a Batch index these), hybrid or not. False with a message when out of memory.
+bool runner_kv_init(Runner *r, int num_blocks, int block_size, bool hybrid, char *err,
+                    size_t err_size);
 void runner_kv_free(Runner *r);
 
 // Router diagnostics (model/forward.h) for the following forward calls, NULL to stop: only on a

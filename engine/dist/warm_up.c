@@ -15,7 +15,7 @@ bool runner_warm_up(Runner *r, int max_num_seqs, int max_model_len, int block_si
   const int W = (max_model_len + block_size - 1) / block_size;
   const int vocab = runner_config(r)->vocab_size;
   CHECK(T > 0 && S > 0 && max_model_len > 0 && block_size > 0);
-  if (!runner_kv_init(r, 1, block_size, err, err_size)) return false;
+  if (!runner_kv_init(r, 1, block_size, false, err, err_size)) return false;
   uint32_t *ids = xmalloc((size_t)T * sizeof *ids);
   int32_t *positions = xmalloc((size_t)T * sizeof *positions);
   int64_t *slots = xmalloc((size_t)T * sizeof *slots);
@@ -53,6 +53,10 @@ bool runner_warm_up(Runner *r, int max_num_seqs, int max_model_len, int block_si
                      .seq_lens = seq_lens,
                      .block_tables = tables,
                      .max_blocks_per_seq = W,
+                     // as a hybrid cache's step has them: a device's staging buffer reaches
+                     // its peak here (the cache itself is not hybrid, so they go unread)
+                     .window_slot_mapping = slots,
+                     .window_block_tables = tables,
                      .logits_indices = logits_indices,
                      .num_logits = S};
     runner_forward(r, &b, logits, sample, sampled, NULL);

@@ -12,22 +12,22 @@
 #define GPTOSS_SWIGLU_ALPHA 1.702f  // hard-coded in the reference
 
 typedef struct {
-  int num_layers;             // num_hidden_layers
-  int num_experts;            // num_experts
-  int experts_per_token;      // experts_per_token (top-k)
-  int vocab_size;             // vocab_size (201,088 for o200k_harmony)
-  int hidden_size;            // hidden_size (d)
-  int intermediate_size;      // intermediate_size (I, per expert)
-  float swiglu_limit;         // swiglu_limit (7.0 when missing)
-  int head_dim;               // head_dim
-  int num_heads;              // num_attention_heads (query heads)
-  int num_kv_heads;           // num_key_value_heads
-  int sliding_window;         // sliding_window, on even layers (0-based); odd layers are full
-  int initial_context_length; // initial_context_length (YaRN L0)
-  float rope_theta;           // rope_theta
-  float rope_scaling_factor;  // rope_scaling_factor (YaRN s; <= 1 means plain RoPE)
-  float rope_ntk_alpha;       // rope_ntk_alpha
-  float rope_ntk_beta;        // rope_ntk_beta
+  int num_layers;              // num_hidden_layers
+  int num_experts;             // num_experts
+  int experts_per_token;       // experts_per_token (top-k)
+  int vocab_size;              // vocab_size (201,088 for o200k_harmony)
+  int hidden_size;             // hidden_size (d)
+  int intermediate_size;       // intermediate_size (I, per expert)
+  float swiglu_limit;          // swiglu_limit (7.0 when missing)
+  int head_dim;                // head_dim
+  int num_heads;               // num_attention_heads (query heads)
+  int num_kv_heads;            // num_key_value_heads
+  int sliding_window;          // sliding_window, on even layers (0-based); odd layers are full
+  int initial_context_length;  // initial_context_length (YaRN L0)
+  float rope_theta;            // rope_theta
+  float rope_scaling_factor;   // rope_scaling_factor (YaRN s; <= 1 means plain RoPE)
+  float rope_ntk_alpha;        // rope_ntk_alpha
+  float rope_ntk_beta;         // rope_ntk_beta
 } GptOssConfig;
 
 // Derived sizes.
@@ -38,6 +38,10 @@ static inline int config_qkv_dim(const GptOssConfig *c) {
 }
 static inline bool config_layer_is_sliding(const GptOssConfig *c, int layer) {
   return c->sliding_window > 0 && layer % 2 == 0;
+}
+// Whether the model has sliding-window layers and full ones (a hybrid KV cache can serve it).
+static inline bool config_has_both_layer_kinds(const GptOssConfig *c) {
+  return c->sliding_window > 0 && c->num_layers >= 2;
 }
 // Longest context the model supports: L0 * s (131,072 for the real models).
 int64_t config_max_positions(const GptOssConfig *c);

@@ -80,6 +80,16 @@ static void attention_block(Model *m, const Batch *b, KvCache *kv, int i, int la
   // the query heads and the key heads after them, in one call (the values are not rotated)
   be->rope(be, m->qkv, T, qkv_dim, s->num_heads + s->num_kv_heads, c->head_dim, b->positions,
            &m->rope);
+  // A hybrid cache keeps the sliding layers' KV in the batch's window blocks.
+  const bool sliding = config_layer_is_sliding(c, layer);
+  Batch window_batch;
+  if (sliding && kv->hybrid) {
+    CHECK(b->window_slot_mapping && b->window_block_tables);
+    window_batch = *b;
+    window_batch.slot_mapping = b->window_slot_mapping;
+    window_batch.block_tables = b->window_block_tables;
+    b = &window_batch;
+  }
   be->kv_write(be, kv, i, m->qkv + q_dim, m->qkv + q_dim + kv_dim, qkv_dim, b->slot_mapping, T);
   AttentionArgs a = {
       .q = m->qkv,
@@ -91,7 +101,7 @@ static void attention_block(Model *m, const Batch *b, KvCache *kv, int i, int la
       .num_heads = s->num_heads,
       .num_kv_heads = s->num_kv_heads,
       .head_dim = c->head_dim,
-      .sliding_window = config_layer_is_sliding(c, layer) ? c->sliding_window : 0,
+      .sliding_window = sliding ? c->sliding_window : 0,
       .scale = 1.0f / sqrtf((float)c->head_dim),
       .out = m->attn,
   };

@@ -315,7 +315,15 @@ static void bench_attention_kv(Backend *gpu, const char *label, int num_seqs, in
     keys += ctx_len - (window > 0 && first + 1 > window ? first + 1 - window : 0);
   }
   qs[num_seqs] = T;
-  const Batch hb = {num_seqs, T, ids, pos, slots, qs, lens, tables, blocks_per_seq, NULL, 0};
+  const Batch hb = {.num_seqs = num_seqs,
+                    .num_tokens = T,
+                    .token_ids = ids,
+                    .positions = pos,
+                    .slot_mapping = slots,
+                    .query_start = qs,
+                    .seq_lens = lens,
+                    .block_tables = tables,
+                    .max_blocks_per_seq = blocks_per_seq};
   AttnCtx c = {gpu,
                {dev_floats(gpu, (size_t)T * heads * hd, 1.0f), heads * hd, &kv, 0,
                 dev_floats(gpu, heads, 1.0f), gpu->upload_batch(gpu, &hb), heads, kv_heads, hd,

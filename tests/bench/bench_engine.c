@@ -315,8 +315,8 @@ static RunResult bench_run(Model *m, const BenchOptions *o, int B, int gen_len, 
   const GptOssConfig *c = &m->weights->config;
   char err[512];
   KvCache kv;
-  if (!kv_cache_init(&kv, m->backend, c, NULL, KV_F32, B * a->blocks_per_seq, BENCH_BLOCK, err,
-                     sizeof err))
+  if (!kv_cache_init(&kv, m->backend, c, NULL, KV_F32, B * a->blocks_per_seq, BENCH_BLOCK, false,
+                     err, sizeof err))
     die("%s", err);
   uint32_t *tokens = xmalloc((size_t)B * o->prompt_len * sizeof *tokens);  // [B, prompt_len]
   uint32_t *next = xmalloc((size_t)B * sizeof *next);                      // [B]

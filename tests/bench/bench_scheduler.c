@@ -2,7 +2,8 @@
 // running requests (1024-token prompts, ignore_eos, far from max_tokens), every step one decode
 // token each. A step is sched_schedule + batch_build + sched_update + sched_take_events, with
 // made-up sampled ids instead of a model (in async mode also batch_patch_tokens, with step N+1
-// scheduled before step N's update). Prints one "name value" line per figure:
+// scheduled before step N's update), over a hybrid block pool (window 128, GPT-OSS's: each
+// step also releases the window blocks a request leaves). Prints one "name value" line per figure:
 // <mode>.n<N>.us_per_step_{median,best} over REPS windows of WINDOW steps, and the median split
 // into .schedule_us, .build_us and .update_us. Target: under 200 us at N = 1024.
 //
@@ -41,25 +42,29 @@ static void bench_init(Bench *b, int num_requests, int max_tokens, bool async) {
       .max_num_seqs = num_requests,
       .max_model_len = PROMPT_LEN + max_tokens,
       .block_size = 16,
-      .num_kv_blocks = num_requests * blocks_for_tokens(PROMPT_LEN + max_tokens, 16),
+      // hybrid (GPT-OSS's default): room for every request's blocks in both groups
+      .num_kv_blocks = 1 + 2 * num_requests * blocks_for_tokens(PROMPT_LEN + max_tokens, 16),
       .async_scheduling = async,
   };
-  blocks_init(&b->blocks, b->config.num_kv_blocks, b->config.block_size,
-              b->config.enable_prefix_caching);
+  blocks_init_hybrid(&b->blocks, b->config.num_kv_blocks, b->config.block_size,
+                     b->config.enable_prefix_caching, 128, b->config.max_num_batched_tokens);
   sched_init(&b->s, &b->config, &b->blocks);
   for (int i = 0; i < 2; i++) {
     sched_output_init(&b->outs[i], &b->s);
-    batch_builder_init(&b->builders[i], &b->config);
+    batch_builder_init(&b->builders[i], &b->config, true);
     b->sampled[i] = xcalloc((size_t)num_requests, sizeof *b->sampled[i]);
   }
   uint32_t *prompt = xmalloc(PROMPT_LEN * sizeof *prompt);
   for (int i = 0; i < PROMPT_LEN; i++) prompt[i] = 1000 + (uint32_t)i;
   char err[256];
   for (int id = 1; id <= num_requests; id++) {
-    EngineRequestParams p = {.prompt_ids = prompt, .num_prompt_ids = PROMPT_LEN,
-                             .max_tokens = max_tokens, .seed = (uint64_t)id, .ignore_eos = true};
+    EngineRequestParams p = {.prompt_ids = prompt,
+                             .num_prompt_ids = PROMPT_LEN,
+                             .max_tokens = max_tokens,
+                             .seed = (uint64_t)id,
+                             .ignore_eos = true};
     if (!sched_check_request(&b->s, &p, err, sizeof err)) die("bench_scheduler: %s", err);
-    sched_add(&b->s, req_create((uint64_t)id, &p, b->config.block_size));
+    sched_add(&b->s, req_create((uint64_t)id, &p, b->config.block_size, true));
   }
   free(prompt);
   b->next = 0;

@@ -3,8 +3,9 @@
 # gpt-oss-tiny (dummy weights) over HTTP. A shared-prefix chat workload (one long developer
 # message, different user questions, all at once, then every question again, plus repeats) gives
 # the same greedy ids (return_token_ids, temperature 0, ignore_eos) with caching on as with
-# --no-enable-prefix-caching, in sync and async scheduling and with -tp 2, and with a KV cache
-# small enough to force preemptions (which ends with every block free). Token-id prompts sent
+# --no-enable-prefix-caching, in sync and async scheduling and with -tp 2, with a KV cache
+# small enough to force preemptions (which ends with every block free), and with the plain KV
+# cache instead of the hybrid one (the default; the start-up log says which). Token-id prompts sent
 # one after another hit exactly what block arithmetic says (block size 16), in the shutdown log
 # (and on /metrics when it carries vllm:prefix_cache_*). The start-up log says whether caching
 # is on. Usage: engine_prefix_cache.sh BUILD_DIR (prints TAP).
@@ -127,14 +128,16 @@ else
   exit 1
 fi
 
-# Caching on (the default), sync, async, -tp 2, and a KV cache of 40 blocks (2.5 MiB of 64 KiB
-# blocks): the shared developer prefix is most of each prompt, so most prefill is hits.
-for mode in sync async "tp 2" "small kv"; do
+# Caching on (the default), sync, async, -tp 2, a KV cache of 80 blocks (2.5 MiB of 32 KiB
+# hybrid blocks), and the plain KV cache (--disable-hybrid-kv-cache-manager, async): the shared
+# developer prefix is most of each prompt, so most prefill is hits.
+for mode in sync async "tp 2" "small kv" "plain kv"; do
   flags=()
   case $mode in
     async) flags=(--async-scheduling) ;;
     "tp 2") flags=(-tp 2) ;;
     "small kv") flags=(--kv-cache-memory 2560KiB --max-num-seqs 16) ;;
+    "plain kv") flags=(--disable-hybrid-kv-cache-manager --async-scheduling) ;;
   esac
   if ! start_server "${flags[@]}"; then
     tap_ok "$mode: the server starts" false
@@ -142,6 +145,10 @@ for mode in sync async "tp 2" "small kv"; do
   fi
   [ "$mode" = sync ] && tap_ok "default: the start-up log says prefix caching on" \
     grep -q "prefix caching on" "$log"
+  [ "$mode" = sync ] && tap_ok "default: the start-up log says the KV cache is hybrid" \
+    grep -q "blocks, hybrid (the sliding layers keep their last 128 positions)" "$log"
+  [ "$mode" = "plain kv" ] && tap_ok "plain kv: the start-up log does not say hybrid" \
+    bash -c "grep -q 'blocks = [0-9]* tokens of KV capacity' '$log' && ! grep -q hybrid '$log'"
   run_chats > "$tmp/$mode.json"
   tap_ok "$mode, caching on: the same greedy ids as caching off" same_as_reference "$tmp/$mode.json"
   if [ "$mode" = "small kv" ]; then

@@ -5,7 +5,8 @@
 // eviction order, a hit taking a free block back, the last token never hit, caching off; and
 // under a random mix of grows, hits, caching and releases that every block is held exactly as
 // often as its reference count says, the free queue holds exactly the unreferenced blocks, and
-// everything is free again at the end.
+// everything is free again at the end; hybrid pools (window blocks, the null block, sliding,
+// the most a request holds, hits that need the window before them).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,12 +23,19 @@
 typedef struct {
   BlockTable t;
   int32_t ids[64];
+  int32_t window_ids[64];
   BlockHash hashes[64];
 } Table;
 
 static void table_init(Table *x, int capacity) {
   assert_true(capacity <= 64);
-  blocks_table_init(&x->t, x->ids, x->hashes, capacity);
+  blocks_table_init(&x->t, x->ids, NULL, x->hashes, capacity);
+}
+
+// A table of a hybrid pool.
+static void table_init_hybrid(Table *x, int capacity) {
+  assert_true(capacity <= 64);
+  blocks_table_init(&x->t, x->ids, x->window_ids, x->hashes, capacity);
 }
 
 // The free queue from head to tail, checked against num_free; returns its length.
@@ -63,7 +71,7 @@ static void test_grow_on_demand(void **state) {
   assert_int_equal(t->num_blocks, 0);
   assert_true(blocks_grow(&bm, t, 1));
   assert_int_equal(t->num_blocks, 1);
-  assert_int_equal(t->ids[0], 0);  // a fresh pool hands out 0, 1, 2, ...
+  assert_int_equal(t->ids[0], 0);       // a fresh pool hands out 0, 1, 2, ...
   assert_true(blocks_grow(&bm, t, 4));  // still one block
   assert_int_equal(t->num_blocks, 1);
   assert_true(blocks_grow(&bm, t, 10));
@@ -97,7 +105,7 @@ static void test_all_or_nothing(void **state) {
   assert_false(blocks_grow(&bm, &b.t, 9));  // 3 more: only 2 free
   assert_int_equal(b.t.num_blocks, 0);
   assert_int_equal(bm.num_free, 2);
-  assert_true(blocks_grow(&bm, &b.t, 8));   // 2 fit
+  assert_true(blocks_grow(&bm, &b.t, 8));  // 2 fit
   assert_int_equal(bm.num_free, 0);
   assert_false(blocks_grow(&bm, &a.t, 13));
   assert_int_equal(a.t.num_blocks, 3);
@@ -184,7 +192,7 @@ static void test_shared_blocks_and_refcounts(void **state) {
   table_init(&z, 4);
   assert_int_equal(admit(&bm, &x, p, 16, 16), 0);
   assert_int_equal(admit(&bm, &z, p, 16, 16), 0);  // before x's KV is written: no hit
-  blocks_cache(&bm, &x.t, p, 10);  // 10 tokens written: blocks 0 and 1
+  blocks_cache(&bm, &x.t, p, 10);                  // 10 tokens written: blocks 0 and 1
   assert_int_equal(bm.num_cached, 2);
   blocks_release(&bm, &z.t);
   blocks_cache(&bm, &x.t, p, 16);
@@ -301,19 +309,30 @@ static void test_caching_off(void **state) {
 }
 
 // Random admissions (with hits), growth, caching of what was "written" and releases over several
-// tables drawing on a few shared prefixes: every block is held as often as its reference count
-// says, the free queue holds exactly the unreferenced blocks, cached blocks are found under
-// their own hash, and all is free at the end.
+// tables drawing on a few shared prefixes, with caching off and on, in a plain and a hybrid pool
+// (window blocks released as the tables advance): every block is held as often as its reference
+// count says, the free queue holds exactly the unreferenced blocks (never the null block), a
+// hybrid table's skipped entries are the null block and the rest is what its next token sees,
+// and all is free at the end.
 static void test_random_ownership(void **state) {
   (void)state;
-  enum { NUM_BLOCKS = 48, NUM_TABLES = 6, BS = 4, MAX_TOKENS = 40 };
-  for (int caching = 0; caching <= 1; caching++) {
+  enum { NUM_BLOCKS = 48, NUM_TABLES = 6, BS = 4, MAX_TOKENS = 40, WINDOW = 6, CHUNK = 8 };
+  for (int mode = 0; mode < 4; mode++) {
+    const bool caching = mode & 1, hybrid = mode >> 1;
     BlockManager bm;
-    blocks_init(&bm, NUM_BLOCKS, BS, caching);
+    if (hybrid)
+      blocks_init_hybrid(&bm, NUM_BLOCKS, BS, caching, WINDOW, CHUNK);
+    else
+      blocks_init(&bm, NUM_BLOCKS, BS, caching);
     Table t[NUM_TABLES];
     uint32_t tokens[NUM_TABLES][MAX_TOKENS];
     int num_tokens[NUM_TABLES] = {0}, written[NUM_TABLES] = {0};
-    for (int i = 0; i < NUM_TABLES; i++) table_init(&t[i], MAX_TOKENS / BS);
+    for (int i = 0; i < NUM_TABLES; i++) {
+      if (hybrid)
+        table_init_hybrid(&t[i], MAX_TOKENS / BS);
+      else
+        table_init(&t[i], MAX_TOKENS / BS);
+    }
     uint64_t x = 12345;
     int num_hits = 0;
     for (int iter = 0; iter < 5000; iter++) {
@@ -334,18 +353,32 @@ static void test_random_ownership(void **state) {
         }
       } else if ((x >> 8) % 4 == 0) {
         blocks_release(&bm, bt);
-      } else {  // the step ran: its KV is written; grow for the next chunk
+      } else {  // the step ran: its KV is written; slide and grow for the next chunk
         int w = written[i] + 1 + (int)((x >> 16) % 7);
         if (w > num_tokens[i]) w = num_tokens[i];
         if (w > bt->num_blocks * BS) w = bt->num_blocks * BS;
         written[i] = w;
         blocks_cache(&bm, bt, tokens[i], w);
         int grow = w + 1 + (int)((x >> 24) % 5);
-        if (w < num_tokens[i]) blocks_grow(&bm, bt, grow < num_tokens[i] ? grow : num_tokens[i]);
+        if (w < num_tokens[i]) {
+          blocks_slide(&bm, bt, tokens[i], w);
+          if (hybrid) {  // the window of the token at w starts at w - WINDOW + 1
+            int first = (w - WINDOW + 1 > 0 ? w - WINDOW + 1 : 0) / BS;
+            assert_int_equal(bt->num_skipped, first < bt->num_blocks ? first : bt->num_blocks);
+          }
+          blocks_grow(&bm, bt, grow < num_tokens[i] ? grow : num_tokens[i]);
+        }
       }
       int held[NUM_BLOCKS] = {0};
       for (int k = 0; k < NUM_TABLES; k++)
-        for (int b = 0; b < t[k].t.num_blocks; b++) held[t[k].t.ids[b]]++;
+        for (int b = 0; b < t[k].t.num_blocks; b++) {
+          held[t[k].t.ids[b]]++;
+          if (!hybrid) continue;
+          if (b < t[k].t.num_skipped)
+            assert_int_equal(t[k].t.window_ids[b], BLOCK_NULL);
+          else
+            held[t[k].t.window_ids[b]]++;
+        }
       bool queued[NUM_BLOCKS] = {false};
       int32_t q[NUM_BLOCKS];
       int nq = free_queue(&bm, q);
@@ -356,18 +389,143 @@ static void test_random_ownership(void **state) {
       int num_cached = 0;
       for (int b = 0; b < NUM_BLOCKS; b++) {
         assert_int_equal(held[b], bm.ref_count[b]);
-        assert_int_equal(queued[b], held[b] == 0);
+        if (hybrid && b == BLOCK_NULL)
+          assert_false(queued[b] || held[b] || (caching && bm.is_cached[b]));
+        else
+          assert_int_equal(queued[b], held[b] == 0);
         if (caching && bm.is_cached[b]) num_cached++;
       }
       assert_int_equal(num_cached, bm.num_cached);
-      assert_int_equal(bm.num_free + blocks_num_used(&bm), NUM_BLOCKS);
+      assert_int_equal(bm.num_free + blocks_num_used(&bm), NUM_BLOCKS - hybrid);
     }
     for (int i = 0; i < NUM_TABLES; i++) blocks_release(&bm, &t[i].t);
-    assert_all_free(&bm);
-    if (caching) assert_true(num_hits > 100);  // the shared prefixes were found
-    else assert_int_equal(num_hits, 0);
+    if (hybrid) {
+      assert_int_equal(bm.num_free, NUM_BLOCKS - 1);
+      assert_int_equal(blocks_num_used(&bm), 0);
+    } else {
+      assert_all_free(&bm);
+    }
+    if (caching)
+      assert_true(num_hits > 100);  // the shared prefixes were found
+    else
+      assert_int_equal(num_hits, 0);
     blocks_free(&bm);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hybrid pools
+
+// Block size 4, window 6: the token at position p sees positions p - 5 .. p, so from block
+// (p - 5) / 4 on. Each block of tokens takes one block per group; the null block is never handed
+// out; sliding releases the window blocks no later token sees; the most a request ever holds.
+static void test_hybrid_slide_and_sizes(void **state) {
+  (void)state;
+  BlockManager bm;
+  blocks_init_hybrid(&bm, 10, 4, false, 6, 8);
+  assert_int_equal(blocks_num_usable(&bm), 9);
+  assert_int_equal(bm.num_free, 9);
+  assert_int_equal(blocks_num_used(&bm), 0);
+  Table x;
+  table_init_hybrid(&x, 16);
+  BlockTable *t = &x.t;
+  assert_true(blocks_grow(&bm, t, 10));  // 3 blocks of tokens: full 1, 3, 5; window 2, 4, 6
+  int32_t want_ids[] = {1, 3, 5}, want_window[] = {2, 4, 6};
+  assert_memory_equal(t->ids, want_ids, sizeof want_ids);
+  assert_memory_equal(t->window_ids, want_window, sizeof want_window);
+  assert_int_equal(blocks_num_used(&bm), 6);
+  blocks_slide(&bm, t, NULL, 9);  // sees 4 .. 9: block 1 on, block 0 leaves (caching off)
+  assert_int_equal(t->num_skipped, 1);
+  assert_int_equal(t->window_ids[0], BLOCK_NULL);
+  assert_int_equal(bm.ref_count[2], 0);
+  assert_int_equal(bm.free_tail, 2);  // released to the tail
+  assert_int_equal(blocks_num_used(&bm), 5);
+  blocks_slide(&bm, t, NULL, 9);  // again: nothing more
+  blocks_slide(&bm, t, NULL, 4);  // and never back
+  assert_int_equal(t->num_skipped, 1);
+  assert_int_equal(blocks_num_used(&bm), 5);
+  assert_false(blocks_grow(&bm, t, 21));  // 3 more blocks of tokens need 6 of the 4 free
+  assert_int_equal(t->num_blocks, 3);
+  assert_true(blocks_grow(&bm, t, 13));  // one more of each: 7 and 8
+  assert_int_equal(t->ids[3], 7);
+  assert_int_equal(t->window_ids[3], 8);
+  blocks_slide(&bm, t, NULL, 13);  // sees 8 .. 13: blocks 0 and 1 gone
+  assert_int_equal(t->num_skipped, 2);
+  assert_int_equal(t->window_ids[1], BLOCK_NULL);
+  blocks_release(&bm, t);
+  assert_int_equal(t->num_skipped, 0);
+  assert_int_equal(blocks_num_used(&bm), 0);
+  assert_int_equal(bm.num_free, 9);
+  assert_int_equal(bm.ref_count[BLOCK_NULL], 0);
+  int32_t q[10];
+  for (int i = 0, n = free_queue(&bm, q); i < n; i++) assert_true(q[i] != BLOCK_NULL);
+  // The most held at once: n blocks of tokens, plus min(n, a step's window span), where a step
+  // of up to 8 tokens sees 5 before it: 13 positions over at most ceil(13 / 4) + 1 = 5 blocks.
+  assert_int_equal(blocks_most_needed(&bm, 16), 4 + 4);
+  assert_int_equal(blocks_most_needed(&bm, 20), 5 + 5);
+  assert_int_equal(blocks_most_needed(&bm, 100), 25 + 5);
+  assert_true(blocks_can_ever_fit(&bm, 16));
+  assert_false(blocks_can_ever_fit(&bm, 17));  // 5 + 5 > 9
+  blocks_free(&bm);
+}
+
+// Admits a hybrid table for tokens [n] after its hits; returns the hits.
+static int admit_hybrid(BlockManager *bm, Table *x, const uint32_t *tokens, int n) {
+  table_init_hybrid(x, 16);
+  int hits = blocks_find_cached(bm, &x->t, tokens, n);
+  assert_true(blocks_admit(bm, &x->t, hits, n));
+  return hits;
+}
+
+// A hit needs the full blocks of the prefix and the window blocks its first computed token
+// sees; each group's cache is its own (the full group's block of a prefix is no window hit);
+// window blocks leaving the window are offered to the cache as they go.
+static void test_hybrid_prefix_hits(void **state) {
+  (void)state;
+  BlockManager bm;
+  blocks_init_hybrid(&bm, 16, 4, true, 6, 32);  // 15 usable blocks
+  uint32_t p[32];
+  for (int i = 0; i < 32; i++) p[i] = 500 + (uint32_t)i;
+  // A computes 24 tokens (full blocks 1, 3, .. 11; window blocks 2, 4, .. 12). Planning its next
+  // step (position 24 sees 19 .. 24) releases window blocks 0 .. 3, cached as they go, before
+  // the update that caches the rest (async scheduling's order).
+  Table a, b, c, d;
+  assert_int_equal(admit_hybrid(&bm, &a, p, 24), 0);
+  blocks_slide(&bm, &a.t, p, 24);
+  assert_int_equal(a.t.num_skipped, 4);
+  assert_int_equal(bm.num_cached, 4);
+  blocks_cache(&bm, &a.t, p, 24);
+  assert_int_equal(a.t.num_cached, 6);
+  assert_int_equal(bm.num_cached, 6 + 6);
+  blocks_release(&bm, &a.t);
+  // B: the 24 tokens and one more: all 6 blocks hit, the window's from block 4 on, the window
+  // entries before are null; one fresh block of each group for token 24 (13, 14).
+  assert_int_equal(admit_hybrid(&bm, &b, p, 25), 6);
+  assert_int_equal(b.t.num_skipped, 4);
+  for (int i = 0; i < 4; i++) assert_int_equal(b.t.window_ids[i], BLOCK_NULL);
+  for (int i = 0; i < 6; i++) assert_int_equal(b.t.ids[i], a.ids[i]);
+  assert_int_equal(b.t.window_ids[4], a.window_ids[4]);
+  assert_int_equal(b.t.window_ids[5], a.window_ids[5]);
+  assert_int_equal(b.t.num_blocks, 7);
+  assert_int_equal(bm.ref_count[a.window_ids[5]], 1);
+  // The first 16 tokens and one more: position 16 sees 11 .. 16, window blocks 2 and 3, cached
+  // when A's window left them: 4 blocks hit.
+  table_init_hybrid(&c, 16);
+  assert_int_equal(blocks_find_cached(&bm, &c.t, p, 17), 4);
+  // D takes 4 fresh blocks: the free queue is 15, then A's window blocks 0 .. 3 in the order
+  // they left (2, 4, 6, 8), so 15, 2, 4 and 6 are evicted.
+  table_init_hybrid(&d, 16);
+  assert_true(blocks_grow(&bm, &d.t, 8));
+  assert_int_equal(d.t.ids[0], 15);
+  assert_int_equal(d.t.window_ids[1], 6);
+  // Now the same 17 tokens hit nothing: the 4 full blocks are still cached (B holds them), but
+  // window block 2 is gone, and so are 0 and 1, which a hit ending at block 2 or 1 would need.
+  table_init_hybrid(&c, 16);
+  assert_int_equal(blocks_find_cached(&bm, &c.t, p, 17), 0);
+  blocks_release(&bm, &b.t);
+  blocks_release(&bm, &d.t);
+  assert_int_equal(blocks_num_used(&bm), 0);
+  blocks_free(&bm);
 }
 
 int main(void) {
@@ -381,6 +539,8 @@ int main(void) {
       cmocka_unit_test(test_lru_eviction_order),
       cmocka_unit_test(test_caching_off),
       cmocka_unit_test(test_random_ownership),
+      cmocka_unit_test(test_hybrid_slide_and_sizes),
+      cmocka_unit_test(test_hybrid_prefix_hits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

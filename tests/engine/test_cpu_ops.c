@@ -547,7 +547,15 @@ static void test_kv_write_and_gather(void **state) {
     k_layers[l] = k[l] = xcalloc(BLOCKS * BS * KV_DIM, sizeof(float));
     v_layers[l] = v[l] = xcalloc(BLOCKS * BS * KV_DIM, sizeof(float));
   }
-  KvCache kv = {be, LAYERS, BLOCKS, BS, KVH, D, KV_F32, k_layers, v_layers};
+  KvCache kv = {.backend = be,
+                .num_layers = LAYERS,
+                .num_blocks = BLOCKS,
+                .block_size = BS,
+                .num_kv_heads = KVH,
+                .head_dim = D,
+                .dtype = KV_F32,
+                .k = k_layers,
+                .v = v_layers};
   Rng r = {600};
   float kin[4 * STRIDE], vin[4 * STRIDE];
   fill(&r, kin, 4 * STRIDE, 1.0f);

@@ -223,7 +223,21 @@ static void test_alloc_is_zeroed_and_batch_uploads(void **state) {
   const int32_t pos[5] = {0, 1, 2, 7, 0}, qs[4] = {0, 3, 4, 5}, lens[3] = {3, 8, 1};
   const int64_t slots[5] = {16, 17, 18, 39, -1};
   const int32_t tables[6] = {1, 0, 9, 2, 3, 0}, logits[2] = {2, 4};
-  const Batch hb = {3, 5, ids, pos, slots, qs, lens, tables, 2, logits, 2};
+  const int64_t window_slots[5] = {80, 81, 82, 103, -1};  // a hybrid cache's
+  const int32_t window_tables[6] = {5, 0, 0, 6, 7, 0};
+  const Batch hb = {.num_seqs = 3,
+                    .num_tokens = 5,
+                    .token_ids = ids,
+                    .positions = pos,
+                    .slot_mapping = slots,
+                    .query_start = qs,
+                    .seq_lens = lens,
+                    .block_tables = tables,
+                    .max_blocks_per_seq = 2,
+                    .window_slot_mapping = window_slots,
+                    .window_block_tables = window_tables,
+                    .logits_indices = logits,
+                    .num_logits = 2};
   for (int round = 0; round < 2; round++) {  // the second call reuses the buffers
     const Batch *db = t->gpu->upload_batch(t->gpu, &hb);
     assert_int_equal(db->num_seqs, 3);
@@ -237,7 +251,18 @@ static void test_alloc_is_zeroed_and_batch_uploads(void **state) {
     expect_device_equal(t->gpu, "batch: seq_lens", db->seq_lens, lens, sizeof lens);
     expect_device_equal(t->gpu, "batch: block_tables", db->block_tables, tables, sizeof tables);
     expect_device_equal(t->gpu, "batch: logits_indices", db->logits_indices, logits, sizeof logits);
+    expect_device_equal(t->gpu, "batch: window_slot_mapping", db->window_slot_mapping, window_slots,
+                        sizeof window_slots);
+    expect_device_equal(t->gpu, "batch: window_block_tables", db->window_block_tables,
+                        window_tables, sizeof window_tables);
   }
+  Batch plain = hb;  // no window arrays: none on the device either
+  plain.window_slot_mapping = NULL;
+  plain.window_block_tables = NULL;
+  const Batch *db = t->gpu->upload_batch(t->gpu, &plain);
+  assert_null(db->window_slot_mapping);
+  assert_null(db->window_block_tables);
+  expect_device_equal(t->gpu, "batch: block_tables", db->block_tables, tables, sizeof tables);
 }
 
 static void test_add_zero_gather(void **state) {
@@ -606,7 +631,15 @@ static void check_attention_kv(Twins *t, Backend *gpu, const AttnCase *ac, uint6
     qs[s + 1] = n;
     if (s == S / 2) fill_slots[f++] = -1;  // the padding token, mid-call
   }
-  const Batch hb = {S, num_new, ids, pos, slots, qs, lens, tables, max_blocks, NULL, 0};
+  const Batch hb = {.num_seqs = S,
+                    .num_tokens = num_new,
+                    .token_ids = ids,
+                    .positions = pos,
+                    .slot_mapping = slots,
+                    .query_start = qs,
+                    .seq_lens = lens,
+                    .block_tables = tables,
+                    .max_blocks_per_seq = max_blocks};
   const int q_stride = q_dim + 2 * kv_dim;
   float *q = random_floats(&r, (size_t)num_new * q_stride, 2.0f);
   float *sinks = random_floats(&r, (size_t)ac->num_heads, 2.0f);

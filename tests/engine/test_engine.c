@@ -5,7 +5,9 @@
 // on (the prompts share a prefix, so cached blocks are hit); aborts and refusals; logit_bias,
 // stop_token_ids, min_tokens and raw logprobs through the engine in both modes; requests with a
 // temperature (some with top-k or top-p) give the same tokens sampled by the backend's sample op
-// and on the host.
+// and on the host. The engine's KV cache is hybrid (the sliding layers keep only their window's
+// blocks) unless a test says otherwise; the plain one gives the same outputs and, at equal
+// bytes, preempts more.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -84,8 +86,9 @@ static void reference_output(Runner *runner, int i, TokenIds *out) {
   *out = result.output_ids;
 }
 
-// Submits request i (prompt_of(i), sampling[i], seed 1000 + i) for every i to a started engine
-// and collects its tokens into outputs[i] until every request has finished, each by length.
+// Submits request i (prompt_of(i), sampling[i], seed 1000 + i) for every i to an engine not yet
+// started, starts it (so every run schedules the same steps, whatever the machine's timing) and
+// collects request i's tokens into outputs[i] until every request has finished, each by length.
 static void run_requests(Engine *e, const SamplingParams *sampling, TokenIds *outputs) {
   char err[256];
   uint64_t ids[NUM_REQUESTS];
@@ -100,6 +103,7 @@ static void run_requests(Engine *e, const SamplingParams *sampling, TokenIds *ou
     ids[i] = engine_submit(e, &p, err, sizeof err);
     assert_true(ids[i] > 0);
   }
+  engine_start(e);
   int num_finished = 0;
   while (num_finished < NUM_REQUESTS) {
     TokenEvent events[64];
@@ -119,18 +123,19 @@ static void run_requests(Engine *e, const SamplingParams *sampling, TokenIds *ou
 
 // Serves every request at once on runner; each output equals one-at-a-time generation on it.
 // Returns the engine's final stats.
-static EngineStats serve_all_caching(Runner *runner, bool async, int num_kv_blocks, bool caching) {
+static EngineStats serve_all_kv(Runner *runner, bool async, int num_kv_blocks, bool caching,
+                                bool hybrid) {
   EngineConfig cfg = {.max_num_batched_tokens = 64,
                       .max_num_seqs = 8,
                       .max_model_len = 256,
                       .block_size = 16,
                       .num_kv_blocks = num_kv_blocks,
                       .async_scheduling = async,
-                      .enable_prefix_caching = caching};
+                      .enable_prefix_caching = caching,
+                      .disable_hybrid_kv_cache = !hybrid};
   Engine *e;
   char err[256];
   assert_true(engine_create(&e, &cfg, runner, err, sizeof err));
-  engine_start(e);
   SamplingParams greedy[NUM_REQUESTS];
   for (int i = 0; i < NUM_REQUESTS; i++) greedy[i] = (SamplingParams){.temperature = 0, .top_p = 1};
   TokenIds outputs[NUM_REQUESTS] = {0};
@@ -152,6 +157,11 @@ static EngineStats serve_all_caching(Runner *runner, bool async, int num_kv_bloc
   return stats;
 }
 
+// The engine's default KV cache: hybrid (fixture a has sliding and full layers).
+static EngineStats serve_all_caching(Runner *runner, bool async, int num_kv_blocks, bool caching) {
+  return serve_all_kv(runner, async, num_kv_blocks, caching, true);
+}
+
 static void serve_all(Runner *runner, bool async, int num_kv_blocks, uint64_t *num_preemptions) {
   EngineStats stats = serve_all_caching(runner, async, num_kv_blocks, false);
   assert_int_equal(stats.prefix_cache_queries, 0);
@@ -171,7 +181,6 @@ static void serve_drawn(Runner *runner, bool async, bool host_sampling, TokenIds
   Engine *e;
   char err[256];
   assert_true(engine_create(&e, &cfg, runner, err, sizeof err));
-  engine_start(e);
   SamplingParams drawn[NUM_REQUESTS];
   for (int i = 0; i < NUM_REQUESTS; i++)  // a third with top-p 0.8, a third with top-k 20
     drawn[i] = (SamplingParams){.temperature = 0.5f + 0.1f * (float)(i % 8),
@@ -262,14 +271,34 @@ static void test_prefix_caching_keeps_outputs(void **state) {
     }
 }
 
+// The plain KV cache gives the same outputs as the hybrid one (the tests above), sync and async,
+// with prefix caching off and on, under preemption, on one rank and on tp 2 x pp 2; and at equal
+// bytes (a hybrid block holds 2 of fixture a's 4 layers, so 48 hybrid blocks take the memory of
+// 24 plain ones) the hybrid cache preempts less: its sliding layers keep 8 positions, not 178.
+static void test_plain_and_hybrid_kv_cache(void **state) {
+  Fixture *f = *state;
+  Runner *runners[] = {f->single, f->parallel};
+  for (int k = 0; k < 2; k++)
+    for (int mode = 0; mode < 4; mode++) {
+      const bool async = mode & 1, caching = mode >> 1;
+      EngineStats plain = serve_all_kv(runners[k], async, 24, caching, false);
+      EngineStats hybrid = serve_all_kv(runners[k], async, 48, caching, true);
+      assert_int_equal(plain.num_kv_blocks, 24);
+      assert_int_equal(hybrid.num_kv_blocks, 47);  // block 0 is the null block
+      assert_true(plain.num_preemptions > 0);
+      assert_true(hybrid.num_preemptions < plain.num_preemptions);
+    }
+}
+
 static void test_abort_and_refusals(void **state) {
   Fixture *f = *state;
-  // 3 blocks of 16: a request needing more than 48 tokens of KV can never run.
+  // 3 blocks of 16 (a plain cache): a request needing more than 48 tokens of KV can never run.
   EngineConfig cfg = {.max_num_batched_tokens = 64,
                       .max_num_seqs = 4,
                       .max_model_len = 64,
                       .block_size = 16,
-                      .num_kv_blocks = 3};
+                      .num_kv_blocks = 3,
+                      .disable_hybrid_kv_cache = true};
   Engine *e;
   char err[256];
   assert_true(engine_create(&e, &cfg, f->single, err, sizeof err));
@@ -436,6 +465,7 @@ int main(void) {
       cmocka_unit_test(test_preemption_keeps_outputs),
       cmocka_unit_test(test_parallel_outputs_equal_one_at_a_time),
       cmocka_unit_test(test_prefix_caching_keeps_outputs),
+      cmocka_unit_test(test_plain_and_hybrid_kv_cache),
       cmocka_unit_test(test_abort_and_refusals),
       cmocka_unit_test(test_sampling_fields),
   };

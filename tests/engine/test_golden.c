@@ -177,8 +177,8 @@ static void test_chunked_prefill_and_decode_equal_one_prefill(void **state) {
   int n = (int)g->prompt.len;
   char err[256];
   KvCache kv;
-  assert_true(
-      kv_cache_init(&kv, g->backend, &g->weights.config, NULL, KV_F32, 16, BLOCK, err, sizeof err));
+  assert_true(kv_cache_init(&kv, g->backend, &g->weights.config, NULL, KV_F32, 16, BLOCK, false,
+                            err, sizeof err));
   float *whole = malloc((size_t)n * vocab * sizeof *whole);
   float *pieces = malloc((size_t)n * vocab * sizeof *pieces);
   SeqPart part = {.ids = g->prompt.data, .first = 0, .num = n, .blocks = {0, 1, 2, 3}};
@@ -209,8 +209,8 @@ static void test_batch_neighbours_do_not_change_a_sequence(void **state) {
   int n = (int)g->prompt.len;
   char err[256];
   KvCache kv;
-  assert_true(
-      kv_cache_init(&kv, g->backend, &g->weights.config, NULL, KV_F32, 16, BLOCK, err, sizeof err));
+  assert_true(kv_cache_init(&kv, g->backend, &g->weights.config, NULL, KV_F32, 16, BLOCK, false,
+                            err, sizeof err));
   uint32_t other[40];
   for (int i = 0; i < 40; i++) other[i] = (uint32_t)((i * 131 + 7) % 1000);
   float *alone = malloc((size_t)n * vocab * sizeof *alone);

@@ -1,6 +1,7 @@
 // test_kv_cache.c: KV storage sizes (spec gptoss-model.md section 5.4: 2 KiB per token per layer
 // in bf16, so 4 KiB in float32), a rank's share under tensor and pipeline parallelism, zeroed
-// allocation in the backend's memory, and the errors for impossible sizes.
+// allocation in the backend's memory, a hybrid cache's shared arrays, and the errors for
+// impossible sizes.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,10 +21,10 @@ static void test_bytes_per_token(void **state) {
   (void)state;
   GptOssConfig c;
   assert_true(config_preset("openai/gpt-oss-120b", &c));
-  assert_int_equal(kv_cache_bytes_per_token(&c, NULL, KV_F32), 36 * 2 * 512 * 4);
+  assert_int_equal(kv_cache_bytes_per_token(&c, NULL, KV_F32, false), 36 * 2 * 512 * 4);
   assert_true(config_preset("openai/gpt-oss-20b", &c));
-  assert_int_equal(kv_cache_bytes_per_token(&c, NULL, KV_F32), 24 * 2 * 512 * 4);
-  assert_int_equal(kv_cache_bytes_per_token(&c, NULL, KV_BF16), 24 * 2 * 512 * 2);
+  assert_int_equal(kv_cache_bytes_per_token(&c, NULL, KV_F32, false), 24 * 2 * 512 * 4);
+  assert_int_equal(kv_cache_bytes_per_token(&c, NULL, KV_BF16, false), 24 * 2 * 512 * 2);
 }
 
 static void test_dtype_names(void **state) {
@@ -45,11 +46,11 @@ static void test_bytes_per_token_of_a_shard(void **state) {
   GptOssConfig c;
   assert_true(config_preset("openai/gpt-oss-120b", &c));
   Shard s = shard_of(&c, 2, 1, 1, 0);
-  assert_int_equal(kv_cache_bytes_per_token(&c, &s, KV_F32), 36 * 2 * 4 * 64 * 4);
+  assert_int_equal(kv_cache_bytes_per_token(&c, &s, KV_F32, false), 36 * 2 * 4 * 64 * 4);
   s = shard_of(&c, 1, 4, 0, 3);
-  assert_int_equal(kv_cache_bytes_per_token(&c, &s, KV_F32), 9 * 2 * 8 * 64 * 4);
+  assert_int_equal(kv_cache_bytes_per_token(&c, &s, KV_F32, false), 9 * 2 * 8 * 64 * 4);
   s = shard_of(&c, 16, 1, 15, 0);
-  assert_int_equal(kv_cache_bytes_per_token(&c, &s, KV_F32), 36 * 2 * 1 * 64 * 4);
+  assert_int_equal(kv_cache_bytes_per_token(&c, &s, KV_F32, false), 36 * 2 * 1 * 64 * 4);
 }
 
 static void test_init_zeroed_and_free(void **state) {
@@ -58,7 +59,7 @@ static void test_init_zeroed_and_free(void **state) {
   assert_true(config_preset("gpt-oss-tiny", &c));
   KvCache kv;
   char err[256] = "";
-  assert_true(kv_cache_init(&kv, be, &c, NULL, KV_F32, 10, 16, err, sizeof err));
+  assert_true(kv_cache_init(&kv, be, &c, NULL, KV_F32, 10, 16, false, err, sizeof err));
   assert_int_equal(kv.num_layers, 4);
   assert_int_equal(kv.num_blocks, 10);
   assert_int_equal(kv.block_size, 16);
@@ -77,21 +78,47 @@ static void test_init_zeroed_and_free(void **state) {
   assert_int_equal(kv.num_layers, 0);
 }
 
+// Hybrid: the k-th sliding layer and the k-th full layer share one array (tiny: layers 0 and 1,
+// 2 and 3), so a token takes half the bytes; a pipeline stage counts its own layers (120b pp 4:
+// 9 layers, 5 of one kind and 4 of the other, so 5 arrays).
+static void test_hybrid_shares_arrays(void **state) {
+  Backend *be = *state;
+  GptOssConfig c;
+  assert_true(config_preset("gpt-oss-tiny", &c));
+  assert_int_equal(kv_cache_bytes_per_token(&c, NULL, KV_F32, true), 2 * 2 * 2 * 64 * 4);
+  KvCache kv;
+  char err[256] = "";
+  assert_true(kv_cache_init(&kv, be, &c, NULL, KV_F32, 10, 16, true, err, sizeof err));
+  assert_true(kv.hybrid);
+  assert_int_equal(kv.num_layers, 4);
+  assert_int_equal(kv.num_arrays, 2);
+  assert_ptr_equal(kv.k[0], kv.k[1]);
+  assert_ptr_equal(kv.v[2], kv.v[3]);
+  assert_ptr_not_equal(kv.k[0], kv.k[2]);
+  assert_ptr_not_equal(kv.k[0], kv.v[0]);
+  kv_cache_free(&kv);
+  assert_true(config_preset("openai/gpt-oss-120b", &c));
+  assert_int_equal(kv_cache_bytes_per_token(&c, NULL, KV_BF16, true), 18 * 2 * 512 * 2);
+  Shard s = shard_of(&c, 1, 4, 0, 1);  // layers 9 .. 17: 5 full (odd), 4 sliding
+  assert_int_equal(kv_cache_bytes_per_token(&c, &s, KV_BF16, true), 5 * 2 * 512 * 2);
+}
+
 static void test_impossible_sizes(void **state) {
   Backend *be = *state;
   GptOssConfig c;
   assert_true(config_preset("openai/gpt-oss-120b", &c));
   KvCache kv;
   char err[256] = "";
-  assert_false(kv_cache_init(&kv, be, &c, NULL, KV_F32, 0, 16, err, sizeof err));
+  assert_false(kv_cache_init(&kv, be, &c, NULL, KV_F32, 0, 16, false, err, sizeof err));
   assert_non_null(strstr(err, "KV cache"));
-  assert_false(kv_cache_init(&kv, be, &c, NULL, KV_F32, 16, -1, err, sizeof err));
+  assert_false(kv_cache_init(&kv, be, &c, NULL, KV_F32, 16, -1, false, err, sizeof err));
   // 2^31 blocks of 2^31 tokens: overflows any address space.
-  assert_false(kv_cache_init(&kv, be, &c, NULL, KV_F32, 2147483647, 2147483647, err, sizeof err));
+  assert_false(
+      kv_cache_init(&kv, be, &c, NULL, KV_F32, 2147483647, 2147483647, false, err, sizeof err));
   assert_non_null(strstr(err, "overflow"));
   // 2^30 blocks of 2^10 tokens: 288 PiB, never there.
   err[0] = '\0';
-  assert_false(kv_cache_init(&kv, be, &c, NULL, KV_F32, 1 << 30, 1 << 10, err, sizeof err));
+  assert_false(kv_cache_init(&kv, be, &c, NULL, KV_F32, 1 << 30, 1 << 10, false, err, sizeof err));
   assert_non_null(strstr(err, "out of memory"));
   assert_null(kv.k);
 }
@@ -113,6 +140,7 @@ int main(void) {
       cmocka_unit_test(test_bytes_per_token),
       cmocka_unit_test(test_bytes_per_token_of_a_shard),
       cmocka_unit_test(test_init_zeroed_and_free),
+      cmocka_unit_test(test_hybrid_shares_arrays),
       cmocka_unit_test(test_impossible_sizes),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -18,8 +18,8 @@ static const int32_t LOGITS[] = {0, 8, 12, 15};
 
 typedef struct {
   uint32_t ids[TOKENS];
-  int32_t positions[TOKENS], seq_lens[SEQS], tables[SEQS * BLOCKS];
-  int64_t slots[TOKENS];
+  int32_t positions[TOKENS], seq_lens[SEQS], tables[SEQS * BLOCKS], window_tables[SEQS * BLOCKS];
+  int64_t slots[TOKENS], window_slots[TOKENS];
   Batch batch;
   MicroBatches mb;
 } Fixture;
@@ -27,11 +27,13 @@ typedef struct {
 static int setup(void **state) {
   Fixture *f = test_calloc(1, sizeof *f);
   for (int t = 0; t < TOKENS; t++) f->ids[t] = 100 + (uint32_t)t, f->positions[t] = t;
-  for (int t = 0; t < TOKENS; t++) f->slots[t] = t;
+  for (int t = 0; t < TOKENS; t++) f->slots[t] = t, f->window_slots[t] = 1000 + t;
   for (int s = 0; s < SEQS; s++) {
     f->seq_lens[s] = 10 + s;
     f->tables[s * BLOCKS] = 2 * s;
     f->tables[s * BLOCKS + 1] = 2 * s + 1;
+    f->window_tables[s * BLOCKS] = 100 + s;  // a hybrid cache's window blocks
+    f->window_tables[s * BLOCKS + 1] = 200 + s;
   }
   f->batch = (Batch){.num_seqs = SEQS,
                      .num_tokens = TOKENS,
@@ -42,6 +44,8 @@ static int setup(void **state) {
                      .seq_lens = f->seq_lens,
                      .block_tables = f->tables,
                      .max_blocks_per_seq = BLOCKS,
+                     .window_slot_mapping = f->window_slots,
+                     .window_block_tables = f->window_tables,
                      .logits_indices = LOGITS,
                      .num_logits = 4};
   microbatches_init(&f->mb);
@@ -79,6 +83,9 @@ static void test_two_parts(void **state) {
   assert_int_equal(p1->query_start[3], 7);
   assert_int_equal(p1->seq_lens[0], 12);
   assert_int_equal(p1->block_tables[0], 4);
+  assert_int_equal(p1->window_slot_mapping[0], 1009);
+  assert_int_equal(p1->window_block_tables[0], 102);
+  assert_int_equal(p1->window_block_tables[1], 202);
   assert_int_equal(p1->num_logits, 2);
   assert_int_equal(p1->logits_indices[0], 3);  // token 12
   assert_int_equal(p1->logits_indices[1], 6);  // token 15

@@ -84,7 +84,7 @@ static Runner *runner_of_warmed(const char *model, const char *format, int tp, i
   Runner *r;
   if (!runner_create(&r, &o, err, sizeof err)) fail_msg("tp %d pp %d: %s", tp, pp, err);
   if (warm_up && !runner_warm_up(r, 5, 40, BLOCK, err, sizeof err)) fail_msg("warm-up: %s", err);
-  assert_true(runner_kv_init(r, NUM_SEQS * MAX_BLOCKS, BLOCK, err, sizeof err));
+  assert_true(runner_kv_init(r, NUM_SEQS * MAX_BLOCKS, BLOCK, false, err, sizeof err));
   return r;
 }
 

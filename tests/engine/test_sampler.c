@@ -334,6 +334,24 @@ static void test_min_tokens_masks_stop_ids(void **state) {
   sampler_scratch_free(&s);
 }
 
+// A stop id outside the model's vocabulary (the harmony stop ids 199999 .. 200012 on a model of
+// a smaller vocabulary, as the test fixtures are) is not masked: nothing is written past the row.
+static void test_min_tokens_skips_stop_ids_outside_the_vocabulary(void **state) {
+  (void)state;
+  const uint32_t stops[] = {200002, 2, 5};
+  SamplingParams p = {.temperature = 0, .top_p = 1, .min_tokens = 2};
+  SamplerInputs in = {.stop_ids = stops, .num_stop_ids = 3};
+  SamplerScratch s = {0};
+  const size_t size = 200003;  // the row, then what lies after it
+  float *logits = malloc(size * sizeof *logits);
+  for (size_t i = 0; i < size; i++) logits[i] = 7;
+  sampler_process(logits, 4, &p, &in, &s);
+  assert_row(logits, (float[]){7, 7, -INFINITY, 7}, 4);
+  for (size_t i = 4; i < size; i++) assert_true(logits[i] == 7);
+  free(logits);
+  sampler_scratch_free(&s);
+}
+
 // logits ln 1, ln 2, ln 3, ln 4: the normaliser is ln 10, the top two ids 3 and 2 with ln 0.4
 // and ln 0.3; equal logits keep the lower id first; 0 asked gives none.
 static void test_top_logprobs(void **state) {
@@ -373,6 +391,7 @@ int main(void) {
       cmocka_unit_test(test_frequency_and_presence_penalties),
       cmocka_unit_test(test_logit_bias_then_penalties),
       cmocka_unit_test(test_min_tokens_masks_stop_ids),
+      cmocka_unit_test(test_min_tokens_skips_stop_ids_outside_the_vocabulary),
       cmocka_unit_test(test_top_logprobs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -96,12 +96,12 @@ typedef struct {
   int32_t *kv_pos;       // [num_kv_blocks * block_size] its position, -1: never written
   uint64_t *kv_ctx;      // [num_kv_blocks * block_size] context hash through it when written
   bool was_running[MAX_REQS + 1];  // by id: running when the step being planned began
-  int shared_prefix_len; // add_request: prompt tokens 2 .. this - 1 are the same for every id
+  int shared_prefix_len;       // add_request: prompt tokens 2 .. this - 1 are the same for every id
   Tracked reqs[MAX_REQS + 1];  // by id
-  int next;              // async: the output and builder the next step uses
-  bool in_flight;        // async: outs[1 - next] ran and awaits sched_update
+  int next;                    // async: the output and builder the next step uses
+  bool in_flight;              // async: outs[1 - next] ran and awaits sched_update
   int num_steps;
-  int num_patches;       // pending tokens patched in, over the run
+  int num_patches;  // pending tokens patched in, over the run
 } Harness;
 
 static Harness *harness_new_caching(int block_size, int num_blocks, int budget, int max_seqs,
@@ -117,7 +117,7 @@ static Harness *harness_new_caching(int block_size, int num_blocks, int budget, 
   blocks_init(&h->blocks, num_blocks, block_size, caching);
   sched_init(&h->s, &h->config, &h->blocks);
   for (int i = 0; i < 2; i++) {
-    batch_builder_init(&h->builders[i], &h->config);
+    batch_builder_init(&h->builders[i], &h->config, false);
     sched_output_init(&h->outs[i], &h->s);
     h->sampled[i] = calloc((size_t)max_seqs, sizeof *h->sampled[i]);
   }
@@ -129,8 +129,7 @@ static Harness *harness_new_caching(int block_size, int num_blocks, int budget, 
   return h;
 }
 
-static Harness *harness_new(int block_size, int num_blocks, int budget, int max_seqs,
-                            bool async) {
+static Harness *harness_new(int block_size, int num_blocks, int budget, int max_seqs, bool async) {
   return harness_new_caching(block_size, num_blocks, budget, max_seqs, async, false);
 }
 
@@ -162,7 +161,7 @@ static void add_prompt(Harness *h, uint64_t id, const uint32_t *prompt, int num_
                            .ignore_eos = ignore_eos};
   char err[256];
   assert_true(sched_check_request(&h->s, &p, err, sizeof err));
-  sched_add(&h->s, req_create(id, &p, h->config.block_size));
+  sched_add(&h->s, req_create(id, &p, h->config.block_size, false));
 }
 
 // Adds request id with a prompt of num_prompt tokens starting with first (a stop directive when
@@ -208,8 +207,10 @@ static void fake_forward(Harness *h, const Batch *b, uint32_t *sampled) {
       int64_t slot = (int64_t)blocks[pos / bs] * bs + pos % bs;
       assert_int_equal(h->kv_pos[slot], pos);
       context_add(&c, pos, h->kv_token[slot]);
-      if (pos >= first_new) h->kv_ctx[slot] = c.h;
-      else assert_true(h->kv_ctx[slot] == c.h);
+      if (pos >= first_new)
+        h->kv_ctx[slot] = c.h;
+      else
+        assert_true(h->kv_ctx[slot] == c.h);
     }
     if (row == b->num_logits || b->logits_indices[row] != end - 1) continue;
     sampled[row++] = fake_next(&c, b->seq_lens[s]);
@@ -431,7 +432,7 @@ static void test_abort(void **state) {
   assert_true(sched_abort(&h->s, 2));  // running: its blocks go back
   assert_int_equal(h->s.num_running, 1);
   assert_int_equal(blocks_num_used(&h->blocks), 2);
-  assert_false(sched_abort(&h->s, 2));  // already finished
+  assert_false(sched_abort(&h->s, 2));   // already finished
   assert_false(sched_abort(&h->s, 42));  // unknown
   int n;
   const TokenEvent *ev = sched_take_events(&h->s, &n);
@@ -472,8 +473,11 @@ static void test_abort_in_flight_async(void **state) {
 
 static void test_admission_refusals(void **state) {
   (void)state;
-  EngineConfig c = {.max_num_batched_tokens = 64, .max_num_seqs = 4, .max_model_len = 200,
-                    .block_size = 16, .num_kv_blocks = 8};  // the cache holds 128 tokens
+  EngineConfig c = {.max_num_batched_tokens = 64,
+                    .max_num_seqs = 4,
+                    .max_model_len = 200,
+                    .block_size = 16,
+                    .num_kv_blocks = 8};  // the cache holds 128 tokens
   BlockManager bm;
   blocks_init(&bm, c.num_kv_blocks, c.block_size, false);
   Scheduler s;
@@ -544,8 +548,8 @@ static MixedRun run_mixed(bool async, bool caching) {
     int max_tokens = 1 + (int)((x >> 8) % 40);
     bool stops = (x >> 16) % 4 == 0;
     uint32_t first = stops ? (uint32_t)(num_prompt + 1 + (x >> 20) % 30) : 5000;
-    add_request(h, (uint64_t)id, num_prompt, first, stops ? (uint32_t)(x >> 24) : 5000,
-                max_tokens, (x >> 28) % 5 == 0);
+    add_request(h, (uint64_t)id, num_prompt, first, stops ? (uint32_t)(x >> 24) : 5000, max_tokens,
+                (x >> 28) % 5 == 0);
     sum_prompts += (uint64_t)num_prompt;
     if (id % 8 == 0)  // arrivals over time
       for (int i = 0; i < 5; i++) step(h);
@@ -693,8 +697,8 @@ static void test_async_finished_request_skipped(void **state) {
   (void)state;
   Harness *h = harness_new(16, 16, 64, 4, true);
   add_request(h, 1, 4, 5, 0, 10, false);  // samples a token, then a stop id at context 5
-  step(h);  // 1: prefill
-  step(h);  // 2: decode on step 1's token (patched)
+  step(h);                                // 1: prefill
+  step(h);                                // 2: decode on step 1's token (patched)
   assert_int_equal(h->outs[1].entries[0].prev_sample_row, 0);
   step(h);  // 3: decode on step 2's token (wasted: it is the stop id); update 2 finishes it
   assert_int_equal(h->outs[0].num_entries, 1);
@@ -735,9 +739,9 @@ static void test_batch_builder_by_hand(void **state) {
     Request *a = NULL, *b = NULL;
     uint32_t pa[] = {10, 11, 12, 13, 14, 15}, pb[] = {20, 21, 22};
     EngineRequestParams p = {.prompt_ids = pa, .num_prompt_ids = 6, .max_tokens = 4};
-    sched_add(&h->s, a = req_create(1, &p, 4));
+    sched_add(&h->s, a = req_create(1, &p, 4, false));
     p.prompt_ids = pb, p.num_prompt_ids = 3;
-    sched_add(&h->s, b = req_create(2, &p, 4));
+    sched_add(&h->s, b = req_create(2, &p, 4, false));
     SchedOutput *o = &h->outs[0];
     sched_schedule(&h->s, o);
     const Batch *bt = batch_build(&h->builders[0], o);

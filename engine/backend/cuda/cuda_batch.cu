@@ -85,6 +85,11 @@ const Batch *cuda_upload_batch(Backend *be, const Batch *host) {
        (const void **)&d->block_tables},
       {host->logits_indices, (size_t)host->num_logits * sizeof(int32_t),
        (const void **)&d->logits_indices},
+      {host->window_slot_mapping, host->window_slot_mapping ? T * sizeof(int64_t) : 0,
+       (const void **)&d->window_slot_mapping},
+      {host->window_block_tables,
+       host->window_block_tables ? S * (size_t)host->max_blocks_per_seq * sizeof(int32_t) : 0,
+       (const void **)&d->window_block_tables},
       {NULL, max_tiles * sizeof(int4), &tiles_ptr},  // cut in place below
   };
   const int num_arrays = (int)(sizeof arrays / sizeof arrays[0]);
