@@ -27,7 +27,7 @@ cpu_list() {
 cpu=${BENCH_CPU-$(cpu_list | head -n 1)}
 server_cpu=${BENCH_SERVER_CPU-$(cpu_list | awk -v c="$cpu" '$1 != c { print; exit }')}
 npm_dir=build/npm
-SECTIONS=(tokenizer client scheduler engine serving parallel peer)
+SECTIONS=(tokenizer client scheduler engine serving kvcache parallel peer)
 status=0
 
 # The command prefix that pins to CPU $1 (nothing when $1 is empty or taskset is missing).
@@ -52,6 +52,26 @@ need_npm() {
   command -v npm >/dev/null || { echo "bench: npm not found; install nodejs, npm" >&2; return 1; }
   echo "bench: installing npm package $1 into $npm_dir" >&2
   npm install --silent --no-audit --no-fund --prefix "$npm_dir" "$1" >&2
+}
+
+# The median of the numbers on stdin, one a line.
+median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+# Starts `gptoss-engine serve gpt-oss-tiny --device cpu FLAGS...` on a free port, its output in
+# LOG: `start_serve LOG FLAGS...` sets serve_pid and serve_port; non-zero when it is not
+# listening within 30 s.
+start_serve() {
+  local log=$1
+  shift
+  serve_port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => {
+                          console.log(s.address().port); s.close(); });')
+  "$build/bin/gptoss-engine" serve gpt-oss-tiny --port "$serve_port" --device cpu "$@" \
+    > "$log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 300); do grep -q "listening on" "$log" && return 0; sleep 0.1; done
+  kill "$serve_pid"
+  echo "bench: serve did not start: $(tail -2 "$log")" >&2
+  return 1
 }
 
 # Each section is a function bench_<name> that prints its figures and returns non-zero when it
@@ -230,36 +250,74 @@ bench_engine() {
 # 3) times; serving.of_engine = engine seconds / serving seconds, medians (issue target: 0.9).
 
 bench_serving() {
-  local runs=${BENCH_SERVING_RUNS:-3} tmp port pid r out e s
+  local runs=${BENCH_SERVING_RUNS:-3} tmp r out e s
   tmp=$(mktemp -d)
-  port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => {
-                    console.log(s.address().port); s.close(); });')
   echo "== serving: gpt-oss-tiny, serve under bench vs bench_engine, 64 x (128 in, 64 out)"
-  "$build/bin/gptoss-engine" serve gpt-oss-tiny --port "$port" --device cpu \
-    --kv-cache-memory 1GiB --max-num-seqs 64 > "$tmp/serve.log" 2>&1 &
-  pid=$!
-  local up=0
-  for _ in $(seq 300); do grep -q "listening on" "$tmp/serve.log" && { up=1; break; }; sleep 0.1; done
-  if [ "$up" -eq 0 ]; then kill "$pid"; echo "bench: serve did not start" >&2; return 1; fi
+  start_serve "$tmp/serve.log" --kv-cache-memory 1GiB --max-num-seqs 64 || return 1
   for r in $(seq "$runs"); do
     out=$("$build/bench/bench_engine" --runs 1 --batches 64 --prompt 128 --gen 64) || break
     awk '$1 == "b64.prefill_tokens" { pt = $2 } $1 == "b64.prefill_tok_s" { pr = $2 }
          $1 == "b64.decode_tokens" { dt = $2 } $1 == "b64.decode_tok_s" { dr = $2 }
          END { printf "%.4f\n", pt / pr + dt / dr }' <<<"$out" >> "$tmp/engine"
-    "$build/bin/gptoss-bench" bench --base-url "http://127.0.0.1:$port" --endpoint /v1/completions \
-      --endpoint-type openai --dataset-name random --random-input-len 128 --random-output-len 64 \
-      --num-prompts 64 --ignore-eos --seed "$r" > "$tmp/bench.$r" 2>&1 || break
+    "$build/bin/gptoss-bench" bench --base-url "http://127.0.0.1:$serve_port" \
+      --endpoint /v1/completions --endpoint-type openai --dataset-name random \
+      --random-input-len 128 --random-output-len 64 --num-prompts 64 --ignore-eos --seed "$r" \
+      > "$tmp/bench.$r" 2>&1 || break
     grep -q "^Successful requests: *64" "$tmp/bench.$r" || { cat "$tmp/bench.$r" >&2; break; }
     sed -n 's/^Benchmark duration (s): *//p' "$tmp/bench.$r" >> "$tmp/serve"
   done
-  kill "$pid"; wait "$pid" 2> /dev/null
+  kill "$serve_pid"; wait "$serve_pid" 2> /dev/null
   [ "$(wc -l < "$tmp/serve" 2> /dev/null)" -eq "$runs" ] ||
     { echo "bench: a serving run failed" >&2; return 1; }
-  e=$(sort -g "$tmp/engine" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
-  s=$(sort -g "$tmp/serve" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+  e=$(median < "$tmp/engine")
+  s=$(median < "$tmp/serve")
   echo "serving.engine_s_median $e"
   echo "serving.serve_s_median $s"
   awk -v e="$e" -v s="$s" 'BEGIN { printf "serving.of_engine %.3f\n", e / s }'
+  rm -rf "$tmp"
+}
+
+# ---------------------------------------------------------------------------------------------
+# kvcache: the hybrid KV cache (the default) against the plain one
+# (--disable-hybrid-kv-cache-manager) at equal bytes. gpt-oss-tiny (4 layers, window 128) is
+# served with a 32 MiB KV cache (float32: 8,192 tokens in plain 4-layer blocks, 16,384 slots in
+# hybrid 2-layer ones) and gets 32 requests of 1,024 prompt tokens and 256 output tokens at once
+# (/v1/completions, --ignore-eos): the plain cache holds 6 of them at a time, the hybrid one
+# about 11 once their prompts are in. The two servers alternate BENCH_KV_RUNS (default 3) times:
+# kvcache.<cache>.s_median (benchmark duration), .preemptions (per run, vllm:num_preemptions),
+# .output_tok_s_median, and kvcache.speedup = plain s / hybrid s.
+
+bench_kvcache() {
+  local runs=${BENCH_KV_RUNS:-3} tmp r cache after
+  tmp=$(mktemp -d)
+  echo "== kvcache: gpt-oss-tiny, 32 MiB of KV, 32 x (1024 in, 256 out), hybrid vs plain"
+  for r in $(seq "$runs"); do
+    for cache in hybrid plain; do
+      local flags=(--kv-cache-memory 32MiB --max-num-seqs 32)
+      [ "$cache" = plain ] && flags+=(--disable-hybrid-kv-cache-manager)
+      start_serve "$tmp/serve.$cache.log" "${flags[@]}" || return 1
+      "$build/bin/gptoss-bench" bench --base-url "http://127.0.0.1:$serve_port" \
+        --endpoint /v1/completions --endpoint-type openai --dataset-name random \
+        --random-input-len 1024 --random-output-len 256 --num-prompts 32 --ignore-eos \
+        --seed "$r" > "$tmp/bench.$cache.$r" 2>&1
+      after=$(curl -s "http://127.0.0.1:$serve_port/metrics" |
+        sed -n 's/^vllm:num_preemptions_total{[^}]*} //p' | head -1)
+      kill "$serve_pid"; wait "$serve_pid" 2> /dev/null
+      grep -q "^Successful requests: *32" "$tmp/bench.$cache.$r" ||
+        { cat "$tmp/bench.$cache.$r" >&2; return 1; }
+      sed -n 's/^Benchmark duration (s): *//p' "$tmp/bench.$cache.$r" >> "$tmp/$cache.s"
+      sed -n 's/^Output token throughput (tok\/s): *//p' "$tmp/bench.$cache.$r" >> "$tmp/$cache.tok"
+      echo "${after%.*}" >> "$tmp/$cache.preemptions"
+    done
+  done
+  for cache in hybrid plain; do
+    echo "kvcache.$cache.s_median $(median < "$tmp/$cache.s")"
+    echo "kvcache.$cache.output_tok_s_median $(median < "$tmp/$cache.tok")"
+    echo "kvcache.$cache.preemptions $(paste -sd, "$tmp/$cache.preemptions")"
+    grep -m1 "kv-cache-memory" "$tmp/serve.$cache.log" | sed "s/^ */# $cache: /"
+  done
+  awk -v h="$(median < "$tmp/hybrid.s")" -v p="$(median < "$tmp/plain.s")" \
+    'BEGIN { printf "kvcache.speedup %.3f\n", p / h }'
   rm -rf "$tmp"
 }
 

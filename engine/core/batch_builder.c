@@ -89,7 +89,13 @@ const Batch *batch_build(BatchBuilder *b, const SchedOutput *out) {
     b->seq_lens[s] = seq_len;
     const size_t row = (size_t)s * (size_t)stride, row_bytes = (size_t)num_blocks * sizeof *ids;
     memcpy(b->block_tables + row, ids, row_bytes);
-    if (window_ids) memcpy(b->window_block_tables + row, window_ids, row_bytes);
+    if (window_ids) {  // the entries before the window are BLOCK_NULL: written, not copied
+      _Static_assert(BLOCK_NULL == 0, "a row of null blocks is zero bytes");
+      const int skipped = r->blocks.num_skipped < num_blocks ? r->blocks.num_skipped : num_blocks;
+      memset(b->window_block_tables + row, 0, (size_t)skipped * sizeof *ids);
+      memcpy(b->window_block_tables + row + skipped, window_ids + skipped,
+             (size_t)(num_blocks - skipped) * sizeof *ids);
+    }
     if (e->sample_row >= 0) b->logits_indices[e->sample_row] = t - 1;
   }
   CHECK(t == out->num_tokens);
