@@ -14,13 +14,14 @@
 #                prompt logits against logits.npy and greedy ids against golden.json, as
 #                tests/e2e/engine_generate.sh does for the CPU: f32 weights as tightly as the
 #                CPU (1e-4), bf16 weights within 5e-2 (section 3 below says why)
-#   4 sampling   `gptoss-engine serve gpt-oss-tiny --load-format dummy --device cuda`: 32 greedy
-#                random 64/48 completions sampled on the device, then again with
-#                GPTOSS_HOST_SAMPLING=1 (every row on the host): the texts (none empty) must be
-#                the same; and 32 seeded ones at temperature 1, top-k 50, top-p 0.9: at least
-#                9 in 10 the same (sampling-top); and 32 greedy random 320/48 ones (past the
-#                128-token window), one at a time, served with the hybrid KV cache (the
-#                default) and with --disable-hybrid-kv-cache-manager: the same texts (kv-hybrid)
+#   4 sampling   `gptoss-engine serve gpt-oss-tiny --load-format dummy --device cuda
+#                --max-num-seqs 1` (one request at a time: see the step): 32 greedy random 64/48
+#                completions sampled on the device, then again with GPTOSS_HOST_SAMPLING=1
+#                (every row on the host): the texts (none empty) must be the same; and 32
+#                seeded ones at temperature 1, top-k 50, top-p 0.9: at least 9 in 10 the same
+#                (sampling-top); and, on two more fresh servers, 32 greedy random 320/48 ones
+#                (past the 128-token window) with the hybrid KV cache (the default) and with
+#                --disable-hybrid-kv-cache-manager: the same texts (kv-hybrid)
 #   5 kernels    bench_cuda_kernels: MoE and attention GB/s and TFLOP/s against
 #                the measured copy bandwidth and cuBLAS bf16 rate; then, where the stage has a
 #                baseline (gpu-stage.sh's GPU_STAGE_BASELINE), its bench_cuda_kernels
@@ -266,32 +267,32 @@ print("count differs" if len(a) != len(b) else "%d empty" % empty if empty else
       "%d of %d" % (sum(x == y for x, y in zip(a, b)), len(a)))
 ' "$1" "$2"
 }
-# The KV caches are compared one request at a time (--max-num-seqs 1): a batch's makeup can
-# change a product's rounding, so texts from differently batched runs may part where the two
-# best tokens are near ties, whatever the cache.
+# Every comparison serves one request at a time (--max-num-seqs 1): a batch's makeup can change
+# a product's rounding (cuBLAS and the CPU kernels choose by row count; MoE items depend on who
+# else is in the step), so texts from differently batched runs may part where two tokens are
+# near ties, whatever the sampler or the cache (on the CPU, batched: 25-32 of 32 greedy texts
+# alike between two runs of the same server). Multi-row sampling is test_cuda_ops's to check.
 if wants sampling && may_start sampling 70 gpu; then
-  for where in device host hybrid-kv plain-kv; do
-    flags=()
-    case $where in
-      hybrid-kv) flags=(--max-num-seqs 1) ;;
-      plain-kv) flags=(--max-num-seqs 1 --disable-hybrid-kv-cache-manager) ;;
-    esac
+  for where in device host hybrid-kv plain-kv; do  # a fresh server each (no prefix hits)
+    flags=(--max-num-seqs 1)
+    [ "$where" = plain-kv ] && flags+=(--disable-hybrid-kv-cache-manager)
     if GPTOSS_HOST_SAMPLING=$([ "$where" = host ] && echo 1 || echo 0) \
          serve_start "$out/sampling-serve-$where.log" gpt-oss-tiny --load-format dummy \
          --weight-format bf16 "${flags[@]}"; then
-      if [ "${#flags[@]}" -eq 0 ]; then
-        bench_run "sampling-$where" --dataset-name random --random-input-len 64 \
-          --random-output-len 48 --temperature 0 --save-detailed --num-prompts 32 \
-          --endpoint-type openai --endpoint /v1/completions
-        bench_run "sampling-top-$where" --dataset-name random --random-input-len 64 \
-          --random-output-len 48 --temperature 1.0 --top-k 50 --top-p 0.9 \
-          --extra-body '{"seed": 7}' --save-detailed --num-prompts 32 \
-          --endpoint-type openai --endpoint /v1/completions
-      else
-        bench_run "sampling-$where" --dataset-name random --random-input-len 320 \
-          --random-output-len 48 --temperature 0 --save-detailed --num-prompts 32 \
-          --endpoint-type openai --endpoint /v1/completions
-      fi
+      case $where in
+        device | host)
+          bench_run "sampling-$where" --dataset-name random --random-input-len 64 \
+            --random-output-len 48 --temperature 0 --save-detailed --num-prompts 32 \
+            --endpoint-type openai --endpoint /v1/completions
+          bench_run "sampling-top-$where" --dataset-name random --random-input-len 64 \
+            --random-output-len 48 --temperature 1.0 --top-k 50 --top-p 0.9 \
+            --extra-body '{"seed": 7}' --save-detailed --num-prompts 32 \
+            --endpoint-type openai --endpoint /v1/completions ;;
+        *)
+          bench_run "sampling-$where" --dataset-name random --random-input-len 320 \
+            --random-output-len 48 --temperature 0 --save-detailed --num-prompts 32 \
+            --endpoint-type openai --endpoint /v1/completions ;;
+      esac
     else
       record "sampling-$where" FAIL "not ready: $(tail -n 1 "$out/sampling-serve-$where.log")"
     fi

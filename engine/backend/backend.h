@@ -22,7 +22,8 @@ typedef struct {
   int q_stride;    // floats between consecutive tokens' q
   const KvCache *kv;
   int layer;
-  const float *sinks;  // [num_heads] one logit per query head, unscaled, no value
+  const float *sinks;  // [num_heads] one logit per query head, unscaled, no value; finite (the
+                       // CUDA tensor-core decode kernel starts its running max there)
   const Batch *batch;
   int num_heads;
   int num_kv_heads;  // query head h reads kv head h / (num_heads / num_kv_heads)

@@ -583,8 +583,12 @@ static uint16_t *bf16_cache_of(const float *cache, size_t n) {
 // The case on both backends with the GPU's cache in dtype. A bf16 cache: the CPU twin's float32
 // cache gets K and V rounded to bf16 first, the GPU's kv_write gets them unrounded and must
 // store exactly those roundings (to nearest even); attention then reads the same values on both.
+// hybrid (a windowed case): the GPU attends as a hybrid cache's sliding layer does
+// (model/forward.c): through a copy of the uploaded batch with its window arrays swapped in,
+// whose block-table entries wholly before each sequence's first window name a spare block
+// nobody writes (the null block: zeros).
 static void check_attention_kv(Twins *t, Backend *gpu, const AttnCase *ac, uint64_t seed,
-                               KvDtype dtype) {
+                               KvDtype dtype, bool hybrid) {
   Rng r = {seed};
   const int S = ac->num_seqs, bs = ac->block_size, hd = ac->head_dim;
   const int kv_dim = ac->num_kv_heads * hd, q_dim = ac->num_heads * hd;
@@ -631,6 +635,15 @@ static void check_attention_kv(Twins *t, Backend *gpu, const AttnCase *ac, uint6
     qs[s + 1] = n;
     if (s == S / 2) fill_slots[f++] = -1;  // the padding token, mid-call
   }
+  // The window tables: a sequence's first new token at position cached[s] sees keys from
+  // cached[s] - window + 1 on; blocks wholly before name the spare block pool[num_blocks - 1].
+  int32_t *window_tables = xmalloc((size_t)S * max_blocks * sizeof(int32_t));
+  memcpy(window_tables, tables, (size_t)S * max_blocks * sizeof(int32_t));
+  for (int s = 0; hybrid && s < S; s++) {
+    const int first_key = ac->cached[s] - ac->window + 1;
+    for (int b = 0; b < (first_key > 0 ? first_key : 0) / bs; b++)
+      window_tables[s * max_blocks + b] = pool[num_blocks - 1];
+  }
   const Batch hb = {.num_seqs = S,
                     .num_tokens = num_new,
                     .token_ids = ids,
@@ -639,7 +652,9 @@ static void check_attention_kv(Twins *t, Backend *gpu, const AttnCase *ac, uint6
                     .query_start = qs,
                     .seq_lens = lens,
                     .block_tables = tables,
-                    .max_blocks_per_seq = max_blocks};
+                    .max_blocks_per_seq = max_blocks,
+                    .window_slot_mapping = hybrid ? slots : NULL,
+                    .window_block_tables = hybrid ? window_tables : NULL};
   const int q_stride = q_dim + 2 * kv_dim;
   float *q = random_floats(&r, (size_t)num_new * q_stride, 2.0f);
   float *sinks = random_floats(&r, (size_t)ac->num_heads, 2.0f);
@@ -696,12 +711,16 @@ static void check_attention_kv(Twins *t, Backend *gpu, const AttnCase *ac, uint6
   float *dq = dev_copy(gpu, q, (size_t)num_new * q_stride * sizeof(float));
   float *dsinks = dev_copy(gpu, sinks, (size_t)ac->num_heads * sizeof(float));
   float *dout = gpu->alloc(gpu, (size_t)num_new * q_dim * sizeof(float));
+  const Batch *db = gpu->upload_batch(gpu, &hb);
+  Batch window_batch = *db;  // what forward.c hands a hybrid cache's sliding layer
+  window_batch.slot_mapping = db->window_slot_mapping;
+  window_batch.block_tables = db->window_block_tables;
   AttentionArgs da = {dq,
                       q_stride,
                       &dkv,
                       ATT_LAYER,
                       dsinks,
-                      gpu->upload_batch(gpu, &hb),
+                      hybrid ? &window_batch : db,
                       ac->num_heads,
                       ac->num_kv_heads,
                       hd,
@@ -713,8 +732,8 @@ static void check_attention_kv(Twins *t, Backend *gpu, const AttnCase *ac, uint6
   // The tensor-core kernels take a bf16 cache with heads of 64 (unless GPTOSS_CUDA_ATTN_KERNEL=
   // cuda-cores): bf16 queries and probabilities.
   const bool tensor_cores = dtype == KV_BF16 && gpu == t->gpu && hd == 64;
-  snprintf(what, sizeof what, "attention %s, %s cache%s", ac->name, kv_dtype_name(dtype),
-           tensor_cores ? ", tensor cores" : "");
+  snprintf(what, sizeof what, "attention %s, %s cache%s%s", ac->name, kv_dtype_name(dtype),
+           tensor_cores ? ", tensor cores" : "", hybrid ? ", hybrid window tables" : "");
   if (tensor_cores) {
     double max_want = 0;
     for (size_t i = 0; i < (size_t)num_new * q_dim; i++) max_want = fmax(max_want, fabs(want[i]));
@@ -728,16 +747,19 @@ static void check_attention_kv(Twins *t, Backend *gpu, const AttnCase *ac, uint6
   gpu->free(gpu, dq), gpu->free(gpu, dsinks), gpu->free(gpu, dout);
   kv_release(gpu, &dkv);
   kv_release(t->cpu, &hkv);
-  free(pool), free(tables), free(k), free(v), free(fill_slots), free(ids), free(pos), free(lens);
+  free(pool), free(tables), free(window_tables), free(k), free(v), free(fill_slots), free(ids);
+  free(pos), free(lens);
   free(qs), free(slots), free(q), free(sinks);
 }
 
 // The case with a float32 GPU cache, and with a bf16 one both on the CUDA cores and on the
-// tensor cores (heads of 64).
+// tensor cores (heads of 64); a windowed case also through hybrid window tables.
 static void check_attention(Twins *t, const AttnCase *ac, uint64_t seed) {
-  check_attention_kv(t, t->gpu, ac, seed, KV_F32);
-  check_attention_kv(t, t->gpu_cuda_cores, ac, seed, KV_BF16);
-  check_attention_kv(t, t->gpu, ac, seed, KV_BF16);
+  for (int hybrid = 0; hybrid <= (ac->window > 0); hybrid++) {
+    check_attention_kv(t, t->gpu, ac, seed, KV_F32, hybrid);
+    check_attention_kv(t, t->gpu_cuda_cores, ac, seed, KV_BF16, hybrid);
+    check_attention_kv(t, t->gpu, ac, seed, KV_BF16, hybrid);
+  }
 }
 
 static void test_attention_prefill(void **state) {

@@ -260,8 +260,11 @@ void cuda_attention(Backend *be, const AttentionArgs *a) {
   CudaState *st = cuda_enter(be);
   CudaProfileScope profile(st, CUDA_PROF_ATTENTION);
   const Batch *b = a->batch;
-  // The tiles were cut by upload_batch for this very batch (backend.h: every op gets its result).
-  CHECK(b == &st->batch);
+  // The tiles were cut by upload_batch for this batch's sequences (backend.h: every op gets its
+  // result, or for a hybrid cache's sliding layers a copy with the window arrays swapped in,
+  // model/forward.c: the same query starts, the tiles still hold).
+  CHECK(b->query_start == st->batch.query_start && b->num_seqs == st->batch.num_seqs &&
+        b->num_tokens == st->batch.num_tokens);
   CHECK(a->num_kv_heads > 0 && a->num_heads % a->num_kv_heads == 0);
   CHECK(a->kv->num_kv_heads == a->num_kv_heads && a->kv->head_dim == a->head_dim);
   CHECK(a->layer >= 0 && a->layer < a->kv->num_layers);

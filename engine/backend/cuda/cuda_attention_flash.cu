@@ -297,7 +297,9 @@ __global__ void __launch_bounds__(32 * FD_WARPS)
 }
 
 bool cuda_attention_flash_fits(const AttentionArgs *a) {
-  return a->kv->dtype == KV_BF16 && a->head_dim == FA_D;
+  // queries are read as float2: an even row stride at an 8-byte-aligned start
+  return a->kv->dtype == KV_BF16 && a->head_dim == FA_D && a->q_stride % 2 == 0 &&
+         (uintptr_t)a->q % 8 == 0;
 }
 
 void cuda_attention_flash_launch(CudaState *st, const CudaAttnParams &p, int num_tiles,

@@ -15,7 +15,7 @@
 struct CudaMoeTile {
   int e;     // expert within the launch (g.w[e]); its local index is g.first + e
   int pos0;  // its first position in g.sorted
-  int rows;  // token rows, 1 .. MOE_BM
+  int rows;  // token rows, 1 .. g.tile_rows
   int n0;    // first weight row
 };
 
