@@ -42,23 +42,18 @@ Backend *backend_create(DeviceKind d, int rank, int num_threads, const int *cpus
   if (d == DEVICE_CUDA) return cuda_backend_create(rank, err, err_size);
   Backend *be = d == DEVICE_CPU_PORTABLE ? cpu_backend_create_portable(num_threads)
                                          : cpu_backend_create(num_threads);
-  if (!be) snprintf(err, err_size, "could not create the CPU backend of rank %d", rank);
+  if (!be)
+    snprintf(err, err_size, "could not create the CPU backend of rank %d", rank);
   else if (cpus && !cpu_backend_pin(be, cpus))  // a refusal costs speed, never correctness
     fprintf(stderr, "gptoss-engine: warning: rank %d's threads could not be pinned\n", rank);
   return be;
 }
 
-size_t device_free_bytes(DeviceKind d) {
-  if (d != DEVICE_CUDA) {
+size_t backend_free_bytes(Backend *be) {
+  if (be->host_memory) {
     struct sysinfo si;
     return sysinfo(&si) == 0 ? (size_t)si.freeram * si.mem_unit : 0;
   }
-  char err[256];
-  Backend *be = cuda_backend_create(0, err, sizeof err);
   size_t free_bytes = 0, total_bytes = 0;
-  if (be) {
-    cuda_memory_info(be, &free_bytes, &total_bytes);
-    be->destroy(be);
-  }
-  return free_bytes;
+  return cuda_memory_info(be, &free_bytes, &total_bytes) ? free_bytes : 0;
 }

@@ -16,9 +16,9 @@ typedef enum { DEVICE_CPU, DEVICE_CPU_PORTABLE, DEVICE_CUDA } DeviceKind;
 bool device_from_name(const char *name, DeviceKind *out, char *err, size_t err_size);
 const char *device_name(DeviceKind d);
 
-// Bytes of memory free now on the device (rank 0's GPU for CUDA, the host's RAM for the CPU), for
+// Bytes of memory free now where be allocates (its GPU for CUDA, the host's RAM for the CPU), for
 // sizing the KV cache. 0 when it cannot tell.
-size_t device_free_bytes(DeviceKind d);
+size_t backend_free_bytes(Backend *be);
 
 // Rank rank's backend: the CPU's with num_threads threads (the portable one without AVX-512
 // kernels for DEVICE_CPU_PORTABLE), its workers pinned to cpus[1 ..] when cpus is not NULL

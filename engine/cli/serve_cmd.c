@@ -261,7 +261,8 @@ static void test_forced_output(TokenIds *ids) {
 
 // --kv-cache-memory: bytes with an optional K/KiB/M/MiB/G/GiB suffix, or a fraction (0, 1] of
 // the device's memory free now (after the weights are loaded).
-static size_t kv_cache_bytes(const char *spec, DeviceKind device) {
+// --kv-cache-memory's bytes (per device on CUDA: every rank's GPU gets them).
+static size_t kv_cache_bytes(const char *spec, const Runner *runner) {
   static const struct {
     const char *suffix;
     double scale;
@@ -271,7 +272,7 @@ static size_t kv_cache_bytes(const char *spec, DeviceKind device) {
   errno = 0;
   double v = strtod(spec, &end);
   if (end != spec && errno == 0 && v > 0) {
-    if (*end == '\0' && v <= 1) return (size_t)(v * (double)device_free_bytes(device));
+    if (*end == '\0' && v <= 1) return (size_t)(v * (double)runner_free_bytes(runner));
     for (size_t i = 0; i < sizeof UNITS / sizeof *UNITS; i++)
       if (strcasecmp(end, UNITS[i].suffix) == 0) return (size_t)(v * UNITS[i].scale);
   }
@@ -297,20 +298,19 @@ static void print_config(const ServeOptions *o, const EngineConfig *c, const Run
   printf("  weights %.2f GiB (%s dense, %s experts)\n", (double)plan.loaded_bytes / (1 << 30),
          weight_format_name(weights->dense_format), weight_format_name(weights->expert_format));
   const GptOssConfig *mc = runner_config(runner);
+  // each rank's GPU holds its own share of every block
+  const char *per = device == DEVICE_CUDA && runner_num_ranks(runner) > 1 ? " per GPU" : "";
+  printf("  block-size %d  kv-cache-dtype %s  kv-cache-memory %.2f GiB%s: ", c->block_size,
+         kv_dtype_name(kv_dtype), (double)kv_bytes / (1 << 30), per);
   if (engine_hybrid_kv(c, mc))  // a block holds half the layers; a long sequence, 1 per 16 tokens
     printf(
-        "  block-size %d  kv-cache-dtype %s  kv-cache-memory %.2f GiB: %d blocks, hybrid (the "
-        "sliding layers keep their last %d positions) = %lld tokens of KV capacity, %lld when "
-        "every sequence is within its window\n",
-        c->block_size, kv_dtype_name(kv_dtype), (double)kv_bytes / (1 << 30), c->num_kv_blocks,
-        mc->sliding_window, (long long)(c->num_kv_blocks - 1) * c->block_size,
+        "%d blocks, hybrid (the sliding layers keep their last %d positions) = %lld tokens of KV "
+        "capacity, %lld when every sequence is within its window\n",
+        c->num_kv_blocks, mc->sliding_window, (long long)(c->num_kv_blocks - 1) * c->block_size,
         (long long)(c->num_kv_blocks - 1) / 2 * c->block_size);
   else
-    printf(
-        "  block-size %d  kv-cache-dtype %s  kv-cache-memory %.2f GiB: %d blocks = %lld tokens "
-        "of KV capacity\n",
-        c->block_size, kv_dtype_name(kv_dtype), (double)kv_bytes / (1 << 30), c->num_kv_blocks,
-        (long long)c->num_kv_blocks * c->block_size);
+    printf("%d blocks = %lld tokens of KV capacity\n", c->num_kv_blocks,
+           (long long)c->num_kv_blocks * c->block_size);
   printf(
       "  attention backend: built-in (sinks, sliding window)  -tp %d  -pp %d (%d ranks of %d "
       "threads%s)  seed %llu\n",
@@ -384,6 +384,7 @@ int serve_cmd_main(int argc, char **argv) {
                       .num_threads = o.num_threads,
                       .device = device,
                       .max_num_tokens = o.max_num_batched_tokens,
+                      .max_num_logits = o.max_num_seqs,  // a logits row per sampling sequence
                       .kv_dtype = kv_dtype_of(o.kv_cache_dtype, device, &wo)};
   Runner *runner;
   if (!runner_create(&runner, &ro, err, sizeof err)) die("serve: %s", err);
@@ -413,7 +414,7 @@ int serve_cmd_main(int argc, char **argv) {
   config.forced_output_ids = forced.data;
   config.num_forced_output_ids = forced.len;
   const bool hybrid = engine_hybrid_kv(&config, runner_config(runner));
-  size_t kv_bytes = kv_cache_bytes(o.kv_cache_memory, device);
+  size_t kv_bytes = kv_cache_bytes(o.kv_cache_memory, runner);
   size_t block_bytes = runner_kv_bytes_per_token(runner, hybrid) * (size_t)o.block_size;
   size_t num_blocks = kv_bytes / block_bytes;
   config.num_kv_blocks = num_blocks > INT32_MAX ? INT32_MAX : (int)num_blocks;

@@ -5,6 +5,7 @@
 #include "dist/runner.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -78,11 +79,15 @@ static PickLogprobs *call_logprobs(Runner *r, int first) {
 }
 
 // Rows [first, first + num_rows) of the call's logits, in backend memory at device: the rows a
-// device sample op can take are sampled there, the others are copied to the host rows.
+// device sample op can take are sampled there, the others are copied to the host rows (all of
+// them in one copy when none is the device's, as with GPTOSS_HOST_SAMPLING=1).
 static void logits_to_host(Runner *r, Backend *be, const float *device, int num_rows, int first) {
   const size_t vocab = (size_t)r->config.vocab_size;
   float *host = r->logits + (size_t)first * vocab;
-  if (!r->sample || !be->sample) {
+  bool any_on_device = false;
+  for (int row = 0; r->sample && row < num_rows && !any_on_device; row++)
+    any_on_device = r->sample[first + row].temperature >= 0;
+  if (!any_on_device || !be->sample) {
     be->to_host(be, host, device, (size_t)num_rows * vocab * sizeof(float));
     return;
   }
@@ -137,9 +142,10 @@ void runner_set_route_probe(Runner *r, const RouteProbe *probe) {
   r->ranks[0].model.route_probe = probe;
 }
 
-void runner_forward(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
-                    int32_t *sampled, PickLogprobs *logprobs) {
-  microbatches_split(&r->micro, batch, r->pp);
+// runner_forward over at most max_parts micro-batches.
+static void forward_parts(Runner *r, const Batch *batch, int max_parts, float *logits,
+                          const SampleRow *sample, int32_t *sampled, PickLogprobs *logprobs) {
+  microbatches_split(&r->micro, batch, max_parts);
   r->logits = logits;
   r->sample = sample;
   r->sampled = sampled;
@@ -152,6 +158,16 @@ void runner_forward(Runner *r, const Batch *batch, float *logits, const SampleRo
   pthread_barrier_wait(&r->start);
   run_rank(&r->ranks[0]);
   pthread_barrier_wait(&r->done);
+}
+
+void runner_forward(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
+                    int32_t *sampled, PickLogprobs *logprobs) {
+  forward_parts(r, batch, r->pp, logits, sample, sampled, logprobs);
+}
+
+void runner_forward_whole(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
+                          int32_t *sampled, PickLogprobs *logprobs) {
+  forward_parts(r, batch, 1, logits, sample, sampled, logprobs);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -281,7 +297,7 @@ bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_s
     if (r->pp > 1) rank->pp = group_join(&r->groups[r->pp + tp_rank], pp_rank);
     ok = rank_load(r, rank, i, err, err_size);
     ok = ok && model_init(&rank->model, &rank->weights, rank->backend, rank->tp, o->max_num_tokens,
-                          err, err_size);
+                          o->max_num_logits, err, err_size);
   }
   if (!ok) {
     runner_free(r);
@@ -341,10 +357,24 @@ bool runner_pinned(const Runner *r) { return r->cpus != NULL; }
 int runner_threads_per_rank(const Runner *r) { return r->threads_per_rank; }
 
 size_t runner_kv_bytes_per_token(const Runner *r, bool hybrid) {
-  size_t bytes = 0;
-  for (int i = 0; i < r->num_ranks; i++)
-    bytes += kv_cache_bytes_per_token(&r->config, &r->ranks[i].shard, r->options.kv_dtype, hybrid);
-  return bytes;
+  size_t sum = 0, largest = 0;
+  for (int i = 0; i < r->num_ranks; i++) {
+    size_t bytes =
+        kv_cache_bytes_per_token(&r->config, &r->ranks[i].shard, r->options.kv_dtype, hybrid);
+    sum += bytes;
+    if (bytes > largest) largest = bytes;
+  }
+  return r->ranks[0].backend->host_memory ? sum : largest;
+}
+
+size_t runner_free_bytes(const Runner *r) {
+  if (r->ranks[0].backend->host_memory) return backend_free_bytes(r->ranks[0].backend);
+  size_t least = SIZE_MAX;
+  for (int i = 0; i < r->num_ranks; i++) {
+    size_t bytes = backend_free_bytes(r->ranks[i].backend);
+    if (bytes < least) least = bytes;
+  }
+  return least;
 }
 
 bool runner_kv_init(Runner *r, int num_blocks, int block_size, bool hybrid, char *err,

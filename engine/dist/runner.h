@@ -30,6 +30,8 @@ typedef struct {
                            // use, common/cpu_cores.h), shared evenly
   DeviceKind device;       // each rank's backend (CUDA: rank r on device r)
   int max_num_tokens;      // the largest Batch.num_tokens a forward call gets
+  int max_num_logits;      // the largest Batch.num_logits (0: max_num_tokens; serve: the most
+                           // sequences a step runs, one row each)
   KvDtype kv_dtype;        // the KV cache's elements (KV_BF16: CUDA only)
 } RunnerOptions;
 
@@ -48,9 +50,15 @@ int runner_threads_per_rank(const Runner *r);
 // Whether each thread has its own CPU (runner_create pins them when the process's affinity set
 // holds them all and no cgroup quota caps it; GPTOSS_CPU_PIN=0 turns that off).
 bool runner_pinned(const Runner *r);
-// Bytes of KV cache one token takes over all ranks (a KV head copied on several ranks counts
-// on each), in a block of a hybrid cache (model/kv_cache.h) or not.
+// Bytes of KV cache one token takes, in a block of a hybrid cache (model/kv_cache.h) or not, in
+// the memory a KV budget covers: in host memory, which the ranks share, the sum over the ranks
+// (a KV head copied on several ranks counts on each); in device memory, where each rank has a
+// device of its own, the largest rank's.
 size_t runner_kv_bytes_per_token(const Runner *r, bool hybrid);
+
+// Bytes free now for a KV budget: the host's RAM on host-memory backends, else the least free
+// on the ranks' devices.
+size_t runner_free_bytes(const Runner *r);
 
 // (Re)allocates every rank's KV cache: num_blocks blocks of block_size tokens (the block ids
 // of a Batch index these), hybrid or not. False with a message when out of memory.
@@ -72,5 +80,11 @@ void runner_set_route_probe(Runner *r, const RouteProbe *probe);
 // the backend's memory is the host's).
 void runner_forward(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
                     int32_t *sampled, PickLogprobs *logprobs);
+
+// runner_forward without cutting the batch into micro-batches: with pipeline stages every stage
+// gets the whole batch at once, the most one step's parts can hand it (a step's first part may
+// hold nearly all its tokens, or nearly all its sequences). For the warm-up (dist/warm_up.h).
+void runner_forward_whole(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
+                          int32_t *sampled, PickLogprobs *logprobs);
 
 #endif

@@ -59,7 +59,7 @@ bool runner_warm_up(Runner *r, int max_num_seqs, int max_model_len, int block_si
                      .window_block_tables = tables,
                      .logits_indices = logits_indices,
                      .num_logits = S};
-    runner_forward(r, &b, logits, sample, sampled, NULL);
+    runner_forward_whole(r, &b, logits, sample, sampled, NULL);  // every stage: all of it
   }
   runner_kv_free(r);
   free(ids), free(positions), free(slots), free(query_start), free(seq_lens);

@@ -16,7 +16,9 @@
 // Runs runner_max_num_tokens(r) tokens spread evenly over min(max_num_seqs, that) sequences (what
 // depends on the split, as CUDA's attention tiles, a backend sizes for the worst one), each
 // sequence's block table max_model_len / block_size blocks wide, a greedy logits row per sequence
-// sampled where the backend samples. The pass writes no KV (every slot is padding) and reads a
+// sampled where the backend samples, as one batch on every pipeline stage (runner_forward_whole:
+// a step's micro-batches are smaller, but its first may hold nearly all its tokens or all but one
+// of its sequences). The pass writes no KV (every slot is padding) and reads a
 // one-block cache of its own, which it frees: r must have no KV cache (before runner_kv_init),
 // and has none after. Its logits mean nothing. False with a message when the one-block cache or
 // the host logits do not fit.

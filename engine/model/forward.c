@@ -23,10 +23,16 @@ static int shard_vocab(const Model *m) {
 }
 
 bool model_init(Model *m, const GptOssWeights *w, Backend *be, Comm *tp, int max_num_tokens,
-                char *err, size_t err_size) {
+                int max_num_logits, char *err, size_t err_size) {
   const GptOssConfig *c = &w->config;
   CHECK(w->shard.tp_size == (tp ? tp->size : 1));
-  *m = (Model){.weights = w, .backend = be, .tp = tp, .max_num_tokens = max_num_tokens};
+  CHECK(max_num_logits >= 0 && max_num_logits <= max_num_tokens);
+  if (max_num_logits == 0) max_num_logits = max_num_tokens;
+  *m = (Model){.weights = w,
+               .backend = be,
+               .tp = tp,
+               .max_num_tokens = max_num_tokens,
+               .max_num_logits = max_num_logits};
   rope_table_init(&m->rope, c);
   const size_t t = (size_t)max_num_tokens, hidden = (size_t)c->hidden_size * sizeof(float);
   m->x = be->alloc(be, t * hidden);
@@ -35,12 +41,12 @@ bool model_init(Model *m, const GptOssWeights *w, Backend *be, Comm *tp, int max
   m->attn = be->alloc(be, t * (size_t)shard_q_dim(m) * sizeof(float));
   m->final_rows = be->alloc(be, t * hidden);
   bool ok = m->x && m->normed && m->qkv && m->attn && m->final_rows;
-  if (ok && tp) {
-    const size_t part = t * (size_t)shard_vocab(m) * sizeof(float);
-    m->partial = be->alloc(be, t * hidden);
+  if (ok && tp) m->partial = be->alloc(be, t * hidden), ok = m->partial != NULL;
+  if (ok && tp && shard_is_last_stage(&w->shard)) {  // only the last stage unembeds
+    const size_t part = (size_t)max_num_logits * (size_t)shard_vocab(m) * sizeof(float);
     m->logits_part = be->alloc(be, part);
     m->logits_gathered = be->alloc(be, part * (size_t)tp->size);
-    ok = m->partial && m->logits_part && m->logits_gathered;
+    ok = m->logits_part && m->logits_gathered;
   }
   if (!ok) {
     snprintf(err, err_size, "out of memory for the activations of %d tokens", max_num_tokens);
@@ -157,7 +163,8 @@ static void gather_logits(Model *m, int num_logits, float *logits) {
 
 void model_forward(Model *m, const Batch *host_batch, KvCache *kv, float *logits) {
   CHECK(host_batch->num_tokens > 0 && host_batch->num_tokens <= m->max_num_tokens);
-  CHECK(host_batch->num_logits <= host_batch->num_tokens);
+  CHECK(host_batch->num_logits <= host_batch->num_tokens &&
+        host_batch->num_logits <= m->max_num_logits);
   const GptOssWeights *w = m->weights;
   const GptOssConfig *c = &w->config;
   const Shard *s = &w->shard;

@@ -30,6 +30,7 @@ typedef struct {
   Comm *tp;  // the stage's tensor-parallel group; NULL when tp = 1
   RopeTable rope;
   int max_num_tokens;  // the largest Batch.num_tokens this model accepts
+  int max_num_logits;  // the largest Batch.num_logits (<= max_num_tokens)
   // activations, each [max_num_tokens, ...] in backend memory
   float *x;           // [T, hidden] the residual stream (same on every rank of the tp group)
   float *normed;      // [T, hidden]
@@ -38,15 +39,18 @@ typedef struct {
   float *final_rows;  // [T, hidden] rows that get logits
   // tp > 1 only
   float *partial;                 // [T, hidden] this rank's share of an attention or MoE output
-  float *logits_part;             // [T, vocab / tp] this rank's vocabulary columns
-  float *logits_gathered;         // [tp, T, vocab / tp] every rank's columns
+  float *logits_part;             // [L, vocab / tp] this rank's vocabulary columns (L:
+                                  // max_num_logits; the last stage only)
+  float *logits_gathered;         // [tp, L, vocab / tp] every rank's columns
   const RouteProbe *route_probe;  // NULL, or diagnostics of the next forward calls
 } Model;
 
-// Sizes the activation buffers for max_num_tokens; tp is the weights' tensor-parallel group
-// (NULL when weights->shard.tp_size is 1). False with a message when out of memory.
+// Sizes the activation buffers for max_num_tokens and, with tensor parallelism on the last
+// stage, the gathered logits for max_num_logits rows (0: max_num_tokens); tp is the weights'
+// tensor-parallel group (NULL when weights->shard.tp_size is 1). False with a message when out
+// of memory.
 bool model_init(Model *m, const GptOssWeights *w, Backend *be, Comm *tp, int max_num_tokens,
-                char *err, size_t err_size);
+                int max_num_logits, char *err, size_t err_size);
 void model_free(Model *m);
 
 // Runs the rank's part of the batch. On the first stage it starts from the embedding; on later

@@ -64,15 +64,21 @@ typedef struct {
 
 size_t pick_top_scratch_bytes(int n) { return sizeof(PickTop) + (size_t)n * sizeof(uint32_t); }
 
+// p's bucket, from its bits without the sign: a probability is never negative, but a NaN may
+// carry the sign bit (x86's default NaN does), and must still land in a bucket.
 static uint32_t bucket_of(float p) {
   uint32_t bits;
   memcpy(&bits, &p, sizeof bits);
-  return bits >> PICK_BUCKET_SHIFT;
+  return (bits & 0x7fffffffu) >> PICK_BUCKET_SHIFT;
 }
 
+// Descending probability, lower id first on ties; a NaN as the least probable (the order must
+// stay a total one for qsort_r).
 static int by_prob_desc(const void *a, const void *b, void *probs) {
   float pa = ((const float *)probs)[*(const uint32_t *)a];
   float pb = ((const float *)probs)[*(const uint32_t *)b];
+  if (isnan(pa)) pa = -1;
+  if (isnan(pb)) pb = -1;
   if (pa != pb) return pa < pb ? 1 : -1;
   return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;  // lower id first on ties
 }

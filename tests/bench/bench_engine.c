@@ -485,7 +485,7 @@ int main(int argc, char **argv) {
   const int prefill_seqs = o.chunk / o.prompt_len < max_b ? o.chunk / o.prompt_len : max_b;
   const int max_tokens = prefill_seqs * o.prompt_len > max_b ? prefill_seqs * o.prompt_len : max_b;
   Model m;
-  if (!model_init(&m, &w, be, NULL, max_tokens, err, sizeof err)) die("%s", err);
+  if (!model_init(&m, &w, be, NULL, max_tokens, 0, err, sizeof err)) die("%s", err);
 
   printf("model %s\n", o.model);
   printf("dense_format %s\n", weight_format_name(o.dense));

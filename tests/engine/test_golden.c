@@ -47,7 +47,7 @@ static Golden *golden_load(const char *name) {
       .load_format = LOAD_SAFETENSORS, .expert_format = WEIGHT_F32, .dense_format = WEIGHT_F32};
   if (!weights_load(path, &wo, &g->weights, err, sizeof err)) fail_msg("%s", err);
   g->backend = cpu_backend_create(0);
-  if (!model_init(&g->model, &g->weights, g->backend, NULL, 256, err, sizeof err))
+  if (!model_init(&g->model, &g->weights, g->backend, NULL, 256, 0, err, sizeof err))
     fail_msg("%s", err);
   snprintf(path, sizeof path, FIXTURES "%s/golden.json", name);
   json_t *root = json_load_file(path, 0, NULL);

@@ -334,6 +334,27 @@ static void test_min_tokens_masks_stop_ids(void **state) {
   sampler_scratch_free(&s);
 }
 
+// A row whose probabilities hold NaNs (an overflowing or fully masked row of logits: inf - inf
+// is x86's negative default NaN, 0xffc00000) picks some index in range and writes nothing past
+// its scratch (its bucket must not be read from the sign bit).
+static void test_top_with_nan_probabilities_stays_in_its_scratch(void **state) {
+  (void)state;
+  enum { N = 8, GUARD = 1 << 16 };
+  float probs[N];
+  const uint32_t negative_nan = 0xffc00000u;
+  for (int i = 0; i < N; i++) memcpy(&probs[i], &negative_nan, sizeof probs[i]);
+  probs[3] = 0.5f;
+  const size_t bytes = pick_top_scratch_bytes(N);
+  unsigned char *scratch = malloc(bytes + GUARD);
+  memset(scratch + bytes, 0xa5, GUARD);
+  for (int k = 0; k <= 4; k += 4) {
+    uint32_t id = pick_top(probs, N, k, 0.9f, 0.5, scratch);
+    assert_true(id < N);
+  }
+  for (size_t i = bytes; i < bytes + GUARD; i++) assert_int_equal(scratch[i], 0xa5);
+  free(scratch);
+}
+
 // A stop id outside the model's vocabulary (the harmony stop ids 199999 .. 200012 on a model of
 // a smaller vocabulary, as the test fixtures are) is not masked: nothing is written past the row.
 static void test_min_tokens_skips_stop_ids_outside_the_vocabulary(void **state) {
@@ -392,6 +413,7 @@ int main(void) {
       cmocka_unit_test(test_logit_bias_then_penalties),
       cmocka_unit_test(test_min_tokens_masks_stop_ids),
       cmocka_unit_test(test_min_tokens_skips_stop_ids_outside_the_vocabulary),
+      cmocka_unit_test(test_top_with_nan_probabilities_stays_in_its_scratch),
       cmocka_unit_test(test_top_logprobs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

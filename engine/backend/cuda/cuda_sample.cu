@@ -157,8 +157,11 @@ __device__ static void sample_logprobs(const float *x, int vocab, float max, int
   if (threadIdx.x == 0) out->num_top = n, out->logprob = x[id] - log_norm;
 }
 
-__global__ static void cuda_sample_kernel(const float *logits, int vocab, const SampleRow *rows,
-                                          int32_t *ids, PickLogprobs *logprobs) {
+// Launched with SAMPLE_THREADS threads: the bound keeps the compiler's registers within what
+// that many threads can have (64 each), so the launch never fails for want of them.
+__global__ static void __launch_bounds__(SAMPLE_THREADS)
+    cuda_sample_kernel(const float *logits, int vocab, const SampleRow *rows, int32_t *ids,
+                       PickLogprobs *logprobs) {
   const SampleRow r = rows[blockIdx.x];
   if (r.temperature < 0) {
     if (threadIdx.x == 0) ids[blockIdx.x] = -1;
