@@ -10,7 +10,10 @@
 // missing KV after preemption, a wrong or premature cache hit, or an unpatched async input all
 // change the tokens or fail a check. The reference run computes the same function on the plain
 // token list, one sequence at a time, with no scheduler: every scheduled run must produce
-// exactly its tokens and finish reasons.
+// exactly its tokens and finish reasons. Over a hybrid pool every token is also written through
+// the window slot mapping, and the positions a sequence's first new token sees are read back
+// through its window table the same way (a window block released too early, or the full
+// group's block named instead, fails).
 //
 // A prompt whose first token S is in 1 .. 999 makes the model sample a stop id (which one: the
 // second token mod 3) when the context is S tokens long.
@@ -97,6 +100,7 @@ typedef struct {
   uint64_t *kv_ctx;      // [num_kv_blocks * block_size] context hash through it when written
   bool was_running[MAX_REQS + 1];  // by id: running when the step being planned began
   int shared_prefix_len;       // add_request: prompt tokens 2 .. this - 1 are the same for every id
+  int window;                  // > 0: a hybrid pool whose sliding layers see this many keys
   Tracked reqs[MAX_REQS + 1];  // by id
   int next;                    // async: the output and builder the next step uses
   bool in_flight;              // async: outs[1 - next] ran and awaits sched_update
@@ -104,9 +108,11 @@ typedef struct {
   int num_patches;  // pending tokens patched in, over the run
 } Harness;
 
-static Harness *harness_new_caching(int block_size, int num_blocks, int budget, int max_seqs,
-                                    bool async, bool caching) {
+// window > 0: a hybrid block pool (core/block_manager.h) for sliding layers of window keys.
+static Harness *harness_new_pool(int block_size, int num_blocks, int budget, int max_seqs,
+                                 bool async, bool caching, int window) {
   Harness *h = calloc(1, sizeof *h);
+  h->window = window;
   h->config = (EngineConfig){.max_num_batched_tokens = budget,
                              .max_num_seqs = max_seqs,
                              .max_model_len = 4096,
@@ -114,10 +120,13 @@ static Harness *harness_new_caching(int block_size, int num_blocks, int budget, 
                              .num_kv_blocks = num_blocks,
                              .async_scheduling = async,
                              .enable_prefix_caching = caching};
-  blocks_init(&h->blocks, num_blocks, block_size, caching);
+  if (window > 0)
+    blocks_init_hybrid(&h->blocks, num_blocks, block_size, caching, window, budget);
+  else
+    blocks_init(&h->blocks, num_blocks, block_size, caching);
   sched_init(&h->s, &h->config, &h->blocks);
   for (int i = 0; i < 2; i++) {
-    batch_builder_init(&h->builders[i], &h->config, false);
+    batch_builder_init(&h->builders[i], &h->config, window > 0);
     sched_output_init(&h->outs[i], &h->s);
     h->sampled[i] = calloc((size_t)max_seqs, sizeof *h->sampled[i]);
   }
@@ -127,6 +136,11 @@ static Harness *harness_new_caching(int block_size, int num_blocks, int budget, 
   h->kv_ctx = calloc(num_slots, sizeof *h->kv_ctx);
   for (size_t i = 0; i < num_slots; i++) h->kv_pos[i] = -1;
   return h;
+}
+
+static Harness *harness_new_caching(int block_size, int num_blocks, int budget, int max_seqs,
+                                    bool async, bool caching) {
+  return harness_new_pool(block_size, num_blocks, budget, max_seqs, async, caching, 0);
 }
 
 static Harness *harness_new(int block_size, int num_blocks, int budget, int max_seqs, bool async) {
@@ -161,7 +175,7 @@ static void add_prompt(Harness *h, uint64_t id, const uint32_t *prompt, int num_
                            .ignore_eos = ignore_eos};
   char err[256];
   assert_true(sched_check_request(&h->s, &p, err, sizeof err));
-  sched_add(&h->s, req_create(id, &p, h->config.block_size, false));
+  sched_add(&h->s, req_create(id, &p, h->config.block_size, h->window > 0));
 }
 
 // Adds request id with a prompt of num_prompt tokens starting with first (a stop directive when
@@ -179,15 +193,23 @@ static void add_request(Harness *h, uint64_t id, int num_prompt, uint32_t first,
   add_prompt(h, id, prompt, num_prompt, max_tokens, ignore_eos);
 }
 
-// Runs a Batch: writes its KV, then samples one id per logits row.
+// Writes token t of b into the fake KV at slot (and the context hash through it, later).
+static void fake_write(Harness *h, const Batch *b, int t, int64_t slot) {
+  const int64_t num_slots = (int64_t)h->config.num_kv_blocks * h->config.block_size;
+  assert_true(slot >= 0 && slot < num_slots);
+  h->kv_token[slot] = b->token_ids[t];
+  h->kv_pos[slot] = b->positions[t];
+}
+
+// Runs a Batch: writes its KV (a hybrid pool's window group too), then samples one id per
+// logits row.
 static void fake_forward(Harness *h, const Batch *b, uint32_t *sampled) {
   const int bs = h->config.block_size;
-  const int64_t num_slots = (int64_t)h->config.num_kv_blocks * bs;
+  assert_true((h->window > 0) == (b->window_slot_mapping != NULL));
   for (int t = 0; t < b->num_tokens; t++) {
     assert_true(b->token_ids[t] != BATCH_PENDING_TOKEN);
-    assert_true(b->slot_mapping[t] >= 0 && b->slot_mapping[t] < num_slots);
-    h->kv_token[b->slot_mapping[t]] = b->token_ids[t];
-    h->kv_pos[b->slot_mapping[t]] = b->positions[t];
+    fake_write(h, b, t, b->slot_mapping[t]);
+    if (h->window > 0) fake_write(h, b, t, b->window_slot_mapping[t]);
   }
   int row = 0;
   for (int s = 0; s < b->num_seqs; s++) {
@@ -201,16 +223,34 @@ static void fake_forward(Harness *h, const Batch *b, uint32_t *sampled) {
       assert_int_equal(b->slot_mapping[t], (int64_t)blocks[pos / bs] * bs + pos % bs);
     }
     // Reads the whole context through the block table: old positions must hold the KV of this
-    // very prefix; new ones record it.
+    // very prefix; new ones record it. A hybrid pool's window group: the same for the positions
+    // its first new token sees (window_first .. the end), through the window table.
     FakeContext c = {.h = 0xcbf29ce484222325ull};
+    uint64_t ctx[MAX_OUT];
+    assert_true(b->seq_lens[s] <= MAX_OUT);
     for (int pos = 0; pos < b->seq_lens[s]; pos++) {
       int64_t slot = (int64_t)blocks[pos / bs] * bs + pos % bs;
       assert_int_equal(h->kv_pos[slot], pos);
       context_add(&c, pos, h->kv_token[slot]);
+      ctx[pos] = c.h;
       if (pos >= first_new)
         h->kv_ctx[slot] = c.h;
       else
         assert_true(h->kv_ctx[slot] == c.h);
+    }
+    const int32_t *window =
+        h->window > 0 ? b->window_block_tables + (size_t)s * (size_t)b->max_blocks_per_seq : NULL;
+    const int window_first = first_new - h->window + 1 > 0 ? first_new - h->window + 1 : 0;
+    for (int pos = window_first; window && pos < b->seq_lens[s]; pos++) {
+      int64_t slot = (int64_t)window[pos / bs] * bs + pos % bs;
+      assert_true(window[pos / bs] != BLOCK_NULL && window[pos / bs] != blocks[pos / bs]);
+      assert_int_equal(h->kv_pos[slot], pos);
+      if (pos >= first_new) {
+        assert_int_equal(b->window_slot_mapping[b->query_start[s] + pos - first_new], slot);
+        h->kv_ctx[slot] = ctx[pos];
+      } else {
+        assert_true(h->kv_ctx[slot] == ctx[pos]);
+      }
     }
     if (row == b->num_logits || b->logits_indices[row] != end - 1) continue;
     sampled[row++] = fake_next(&c, b->seq_lens[s]);
@@ -538,8 +578,9 @@ typedef struct {
   int num_patches;
 } MixedRun;
 
-static MixedRun run_mixed(bool async, bool caching) {
-  Harness *h = harness_new_caching(4, 40, 24, 6, async, caching);
+// window > 0: over a hybrid pool for sliding layers of window keys.
+static MixedRun run_mixed_pool(bool async, bool caching, int window) {
+  Harness *h = harness_new_pool(4, 40, 24, 6, async, caching, window);
   h->shared_prefix_len = 14;
   uint64_t x = 99, sum_prompts = 0;
   for (int id = 1; id <= 40; id++) {
@@ -565,6 +606,8 @@ static MixedRun run_mixed(bool async, bool caching) {
   return r;
 }
 
+static MixedRun run_mixed(bool async, bool caching) { return run_mixed_pool(async, caching, 0); }
+
 static void test_async_matches_sync(void **state) {
   (void)state;
   MixedRun sync = run_mixed(false, false), async = run_mixed(true, false);
@@ -585,6 +628,20 @@ static void test_prefix_caching_under_preemption(void **state) {
     assert_int_equal(r.prefix_cache_queries, r.sum_prompts);
     assert_true(r.prefix_cache_hits > 0 && r.prefix_cache_hits < r.prefix_cache_queries);
     assert_int_equal(r.prefix_cache_hits % 4, 0);  // whole blocks
+  }
+}
+
+// The mixed workload over a hybrid pool (sliding layers of 6 keys, blocks of 4 tokens): in both
+// modes, caching off and on, the same tokens as the reference; every step's window tables lead
+// its first new token's window to the KV of the right positions and prefix (fake_forward), in
+// blocks of their own; preemption and (caching on) hits exercised; all free at the end.
+static void test_hybrid_pool(void **state) {
+  (void)state;
+  for (int mode = 0; mode < 4; mode++) {
+    const bool async = mode & 1, caching = mode >> 1;
+    MixedRun r = run_mixed_pool(async, caching, 6);
+    assert_true(r.num_preemptions > 0);
+    if (caching) assert_true(r.prefix_cache_hits > 0 && r.prefix_cache_hits % 4 == 0);
   }
 }
 
@@ -865,6 +922,7 @@ int main(void) {
       cmocka_unit_test(test_stop_ids_and_ignore_eos),
       cmocka_unit_test(test_async_matches_sync),
       cmocka_unit_test(test_prefix_caching_under_preemption),
+      cmocka_unit_test(test_hybrid_pool),
       cmocka_unit_test(test_prefix_cache_abort),
       cmocka_unit_test(test_prefix_cache_hit_arithmetic),
       cmocka_unit_test(test_prefix_cache_waits_for_written_kv),

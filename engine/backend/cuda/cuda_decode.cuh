@@ -41,7 +41,8 @@ static __device__ __forceinline__ float cuda_bf16_bits_to_float(uint16_t h) {
 }
 
 // Element (row, col) of a matrix in format fmt (WeightFormat; Q8 is never on the device).
-// data, scales: as WeightMatrix documents them; cols: the matrix's columns.
+// data, scales: as WeightMatrix documents them; cols: the matrix's columns. MXFP4 in the plain
+// layout only: the experts' codes, stored permuted (cuda_mxfp4_layout.h), never come here.
 static __device__ __forceinline__ float cuda_weight_at(int fmt, const void *data,
                                                        const uint8_t *scales, int64_t cols,
                                                        int64_t row, int64_t col) {

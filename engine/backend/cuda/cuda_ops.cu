@@ -1,6 +1,6 @@
 // cuda_ops.cu: the CUDA backend's element-wise and copying ops: embedding look-up, RMSNorm
-// (float32 statistics), RoPE (YaRN table, half-split pairs, cos/sin computed per element as
-// the CPU twin does), KV-cache writes (float32, or rounded to bf16 for a bf16 cache), row gathers
+// (float32 statistics), RoPE (YaRN table, half-split pairs; a pair's cos/sin computed once per
+// row, for every head of it, from the same float angle as the CPU twin), KV-cache writes (float32, or rounded to bf16 for a bf16 cache), row gathers
 // and adds. One thread block per row or token. No matrix products here (cuda_linear.cu), no
 // attention or MoE (their own files). A bad index (token id, slot, row) traps the kernel: it is a
 // caller's bug, as the CPU twin's CHECK says.
