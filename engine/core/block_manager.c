@@ -206,14 +206,19 @@ bool blocks_grow(BlockManager *bm, BlockTable *t, int num_tokens) {
   return true;
 }
 
-void blocks_slide(BlockManager *bm, BlockTable *t, const uint32_t *token_ids, int pos) {
+void blocks_slide(BlockManager *bm, BlockTable *t, const uint32_t *token_ids, int num_known_tokens,
+                  int pos) {
   if (bm->window <= 0) return;
   int first = window_first_block(bm, pos);
   if (first > t->num_blocks) first = t->num_blocks;
-  if (bm->enable_caching && first > t->num_cached) hash_blocks(bm, t, token_ids, first);
+  const int num_hashable = num_known_tokens / bm->block_size < first
+                               ? num_known_tokens / bm->block_size
+                               : first;  // full blocks of known tokens among those released
+  if (bm->enable_caching && num_hashable > t->num_cached)
+    hash_blocks(bm, t, token_ids, num_hashable);
   for (; t->num_skipped < first; t->num_skipped++) {
     int32_t b = t->window_ids[t->num_skipped];
-    if (bm->enable_caching && t->num_skipped >= t->num_cached)
+    if (bm->enable_caching && t->num_skipped >= t->num_cached && t->num_skipped < num_hashable)
       cache_put(bm, b, &t->hashes[t->num_skipped], true);
     unref_block(bm, b);
     t->window_ids[t->num_skipped] = BLOCK_NULL;

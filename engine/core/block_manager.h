@@ -117,11 +117,13 @@ static inline void blocks_table_init(BlockTable *t, int32_t *ids, int32_t *windo
 // Hybrid: releases t's window blocks that no query at position pos or later sees (those
 // wholly before pos - window + 1); their entries become BLOCK_NULL. No-op otherwise. The
 // scheduler calls it before growing a running table for the step whose first token is at pos.
-// With caching, a released block not yet in the prefix cache is offered to it first (its
-// tokens, token_ids' first ones, are known): with async scheduling the step that writes it may
-// still be in flight, but any step that could hit it runs after that one (steps run in order),
-// and blocks_cache at that step's update would find it already released.
-void blocks_slide(BlockManager *bm, BlockTable *t, const uint32_t *token_ids, int pos);
+// With caching, a released block not yet in the prefix cache is offered to it first when its
+// tokens are among the num_known_tokens of token_ids (with async scheduling pos may count a
+// token not sampled yet): the step that writes it may still be in flight, but any step that
+// could hit it runs after that one (steps run in order), and blocks_cache at that step's update
+// would find it already released.
+void blocks_slide(BlockManager *bm, BlockTable *t, const uint32_t *token_ids, int num_known_tokens,
+                  int pos);
 
 // Grows t with fresh blocks (one of each group, hybrid) until it covers num_tokens tokens. All
 // or nothing: false (and t unchanged) when the pool has too few free blocks. A fresh block taken

@@ -305,7 +305,7 @@ void sched_schedule(Scheduler *s, SchedOutput *out) {
     if (n > budget) n = budget;
     // Release the window blocks this step no longer sees (a hybrid pool), then take blocks,
     // preempting from the back until they fit or r itself was preempted.
-    blocks_slide(s->blocks, &r->blocks, r->token_ids, r->num_computed_tokens);
+    blocks_slide(s->blocks, &r->blocks, r->token_ids, r->num_tokens, r->num_computed_tokens);
     bool preempted_self = false;
     while (!preempted_self && !blocks_grow(s->blocks, &r->blocks, r->num_computed_tokens + n))
       preempted_self = preempt_last(s, out) == r;
