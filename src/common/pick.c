@@ -64,12 +64,13 @@ typedef struct {
 
 size_t pick_top_scratch_bytes(int n) { return sizeof(PickTop) + (size_t)n * sizeof(uint32_t); }
 
-// p's bucket, from its bits without the sign: a probability is never negative, but a NaN may
-// carry the sign bit (x86's default NaN does), and must still land in a bucket.
+// p's bucket, from its bits (monotonic for probabilities); a NaN (which may carry the sign bit:
+// x86's default NaN does) goes to the lowest, as the least probable, as the sort orders it.
 static uint32_t bucket_of(float p) {
+  if (isnan(p)) return 0;
   uint32_t bits;
   memcpy(&bits, &p, sizeof bits);
-  return (bits & 0x7fffffffu) >> PICK_BUCKET_SHIFT;
+  return bits >> PICK_BUCKET_SHIFT;
 }
 
 // Descending probability, lower id first on ties; a NaN as the least probable (the order must

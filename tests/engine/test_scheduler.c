@@ -197,6 +197,7 @@ static void add_request(Harness *h, uint64_t id, int num_prompt, uint32_t first,
 static void fake_write(Harness *h, const Batch *b, int t, int64_t slot) {
   const int64_t num_slots = (int64_t)h->config.num_kv_blocks * h->config.block_size;
   assert_true(slot >= 0 && slot < num_slots);
+  if (h->window > 0) assert_true(slot / h->config.block_size != BLOCK_NULL);  // stays zero
   h->kv_token[slot] = b->token_ids[t];
   h->kv_pos[slot] = b->positions[t];
 }
