@@ -211,9 +211,8 @@ void blocks_slide(BlockManager *bm, BlockTable *t, const uint32_t *token_ids, in
   if (bm->window <= 0) return;
   int first = window_first_block(bm, pos);
   if (first > t->num_blocks) first = t->num_blocks;
-  const int num_hashable = num_known_tokens / bm->block_size < first
-                               ? num_known_tokens / bm->block_size
-                               : first;  // full blocks of known tokens among those released
+  int num_hashable = num_known_tokens / bm->block_size;  // full blocks of known tokens
+  if (num_hashable > first) num_hashable = first;
   if (bm->enable_caching && num_hashable > t->num_cached)
     hash_blocks(bm, t, token_ids, num_hashable);
   for (; t->num_skipped < first; t->num_skipped++) {

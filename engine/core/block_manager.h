@@ -83,6 +83,7 @@ static inline int blocks_for_tokens(int num_tokens, int block_size) {
 void blocks_init(BlockManager *bm, int num_blocks, int block_size, bool enable_caching);
 // A hybrid pool (above) for sliding layers of `window` keys (> 0), steps adding at most
 // max_chunk_tokens tokens to a table: blocks 1, 2, ... start free; block 0 is BLOCK_NULL.
+// window 0: blocks_init's plain pool (max_chunk_tokens unused).
 void blocks_init_hybrid(BlockManager *bm, int num_blocks, int block_size, bool enable_caching,
                         int window, int max_chunk_tokens);
 void blocks_free(BlockManager *bm);

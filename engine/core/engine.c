@@ -43,7 +43,6 @@ struct Engine {
   EngineConfig config;
   Runner *runner;
   BlockManager blocks;
-  bool hybrid_kv;  // engine_hybrid_kv
   Scheduler sched;
   Step steps[2];  // async alternates; sync uses steps[0]
   float *logits;  // [max_num_seqs, vocab]
@@ -299,14 +298,9 @@ bool engine_create(Engine **out, const EngineConfig *config, Runner *runner, cha
   e->config = *config;
   e->runner = runner;
   e->logits = logits;
-  e->hybrid_kv = hybrid_kv;
-  if (hybrid_kv)
-    blocks_init_hybrid(&e->blocks, config->num_kv_blocks, config->block_size,
-                       config->enable_prefix_caching, model_config->sliding_window,
-                       config->max_num_batched_tokens);
-  else
-    blocks_init(&e->blocks, config->num_kv_blocks, config->block_size,
-                config->enable_prefix_caching);
+  blocks_init_hybrid(&e->blocks, config->num_kv_blocks, config->block_size,
+                     config->enable_prefix_caching, hybrid_kv ? model_config->sliding_window : 0,
+                     config->max_num_batched_tokens);
   sched_init(&e->sched, config, &e->blocks);
   for (int i = 0; i < 2; i++) {
     sched_output_init(&e->steps[i].plan, &e->sched);
@@ -377,7 +371,7 @@ uint64_t engine_submit(Engine *e, const EngineRequestParams *p, char *err, size_
     }
   if (!check_sampling(p, vocab, err, err_size)) return 0;
   uint64_t id = atomic_fetch_add(&e->next_id, 1);
-  Request *r = req_create(id, p, e->config.block_size, e->hybrid_kv);
+  Request *r = req_create(id, p, e->config.block_size, e->blocks.window > 0);
   pthread_mutex_lock(&e->inbox_lock);
   if (e->num_inbox == e->inbox_cap) {
     e->inbox_cap = e->inbox_cap ? 2 * e->inbox_cap : 64;

@@ -84,14 +84,17 @@ static int by_prob_desc(const void *a, const void *b, void *probs) {
   return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;  // lower id first on ties
 }
 
-// Fills t->ids with the kept set in descending probability and returns its size.
-static size_t kept_set(const float *probs, int n, int top_k, float top_p, PickTop *t) {
+// Fills t->ids with the kept set in descending probability and returns its size; *kept_mass:
+// its probabilities' sum, in that order.
+static size_t kept_set(const float *probs, int n, int top_k, float top_p, PickTop *t,
+                       double *kept_mass) {
   memset(t->counts, 0, sizeof t->counts);
   memset(t->mass, 0, sizeof t->mass);
   double total = 0;
   for (int i = 0; i < n; i++) {
-    t->counts[bucket_of(probs[i])]++;
-    t->mass[bucket_of(probs[i])] += probs[i];
+    const uint32_t k = bucket_of(probs[i]);
+    t->counts[k]++;
+    t->mass[k] += probs[i];
     total += probs[i];
   }
   // Walk buckets from the most probable until they hold the top k (with top-k) or top_p of the
@@ -123,6 +126,7 @@ static size_t kept_set(const float *probs, int n, int top_k, float top_p, PickTo
     cumulative += probs[t->ids[keep++]];
     if (cumulative >= top_p * top_k_mass) break;
   }
+  *kept_mass = cumulative;
   return keep;
 }
 
@@ -133,9 +137,8 @@ bool pick_keeps_all(int n, int top_k, float top_p) {
 uint32_t pick_top(const float *probs, int n, int top_k, float top_p, double draw, void *scratch) {
   if (pick_keeps_all(n, top_k, top_p)) return pick_drawn(probs, n, draw);
   PickTop *t = scratch;
-  const size_t num = kept_set(probs, n, top_k, top_p, t);
-  double kept_mass = 0;
-  for (size_t i = 0; i < num; i++) kept_mass += probs[t->ids[i]];
+  double kept_mass;
+  const size_t num = kept_set(probs, n, top_k, top_p, t, &kept_mass);
   double u = draw * kept_mass;
   for (size_t i = 0; i < num; i++) {
     u -= probs[t->ids[i]];

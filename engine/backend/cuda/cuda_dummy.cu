@@ -117,7 +117,7 @@ static void *cuda_dummy_tensor(CudaDummyGen *g, CheckpointRole role, int layer, 
                                CheckpointTensor *kept) {
   const CudaDummyPiece p = cuda_dummy_piece(g, role, layer, out, kept);
   const size_t at = g->offset;
-  g->offset += ((size_t)p.n * cuda_dummy_elem_size(out) + 255) & ~(size_t)255;
+  g->offset += cuda_round256((size_t)p.n * cuda_dummy_elem_size(out));
   if (!g->base || g->failed) return NULL;
   if (p.n > 0) {
     const unsigned blocks = cuda_stride_blocks((size_t)p.n, 256);

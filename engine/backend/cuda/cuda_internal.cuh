@@ -192,10 +192,13 @@ static inline unsigned cuda_stride_blocks(size_t n, unsigned threads) {
   return blocks < 1 ? 1 : blocks > 65536 ? 65536 : (unsigned)blocks;
 }
 
+// n rounded up to a multiple of 256 (the alignment cudaMalloc gives, kept for every piece).
+static inline size_t cuda_round256(size_t n) { return (n + 255) & ~(size_t)255; }
+
 // Carves n bytes (256-aligned) from a scratch cursor.
 static inline void *cuda_take(char **cursor, size_t n) {
   void *p = *cursor;
-  *cursor += (n + 255) & ~(size_t)255;
+  *cursor += cuda_round256(n);
   return p;
 }
 

@@ -200,8 +200,8 @@ void cuda_sample(Backend *be, const float *logits, int num_rows, int vocab, cons
   CHECK(!any_logprobs || logprobs);
   // One buffer each side: the rows, the ids, the logprobs. Sized for logprobs on every row
   // whether or not they are asked for, so that the warm-up step's call reaches the peak.
-  const size_t rows_bytes = ((size_t)num_rows * sizeof(SampleRow) + 255) & ~(size_t)255;
-  const size_t ids_bytes = ((size_t)num_rows * sizeof(int32_t) + 255) & ~(size_t)255;
+  const size_t rows_bytes = cuda_round256((size_t)num_rows * sizeof(SampleRow));
+  const size_t ids_bytes = cuda_round256((size_t)num_rows * sizeof(int32_t));
   const size_t lp_bytes = (size_t)num_rows * sizeof(PickLogprobs);
   cuda_buffer_reserve(&st->sample_host, rows_bytes + ids_bytes + lp_bytes, true);
   cuda_buffer_reserve(&st->sample_dev, rows_bytes + ids_bytes + lp_bytes, false);

@@ -24,7 +24,7 @@ static void cuda_upload_piece(CudaUpload *u, const void *src, size_t bytes, cons
   *dst = NULL;
   if (!src || bytes == 0 || u->failed) return;
   const size_t at = u->offset;
-  u->offset += (bytes + 255) & ~(size_t)255;
+  u->offset += cuda_round256(bytes);
   if (!u->base) return;
   cudaError_t e = cudaMemcpyAsync(u->base + at, src, bytes, cudaMemcpyHostToDevice, u->st->stream);
   if (e != cudaSuccess) {
