@@ -21,7 +21,9 @@
 #                seeded ones at temperature 1, top-k 50, top-p 0.9: at least 9 in 10 the same
 #                (sampling-top); and, on two more fresh servers, 32 greedy random 320/48 ones
 #                (past the 128-token window) with the hybrid KV cache (the default) and with
-#                --disable-hybrid-kv-cache-manager: the same texts (kv-hybrid)
+#                --disable-hybrid-kv-cache-manager: the same texts (kv-hybrid); and the
+#                greedy 64/48 ones again with --enforce-eager: the same texts as with the
+#                decode steps' CUDA graphs (the default) (graphs)
 #   5 kernels    bench_cuda_kernels: MoE and attention GB/s and TFLOP/s against
 #                the measured copy bandwidth and cuBLAS bf16 rate; then, where the stage has a
 #                baseline (gpu-stage.sh's GPU_STAGE_BASELINE), its bench_cuda_kernels
@@ -37,6 +39,7 @@
 #                --async-scheduling; kv-f32: --kv-cache-dtype float32, the cache bf16 halves;
 #                moe-wide32: GPTOSS_CUDA_MOE_KERNEL=wide32, the wide MoE kernel on decode items;
 #                plain-kv: --disable-hybrid-kv-cache-manager, for what the hybrid cache gives;
+#                eager: --enforce-eager, for what the decode steps' CUDA graphs give;
 #                host-sampling: GPTOSS_HOST_SAMPLING=1, for what device sampling saves;
 #                top-p: the defaults, the bench asking for temperature 1, top-k 50, top-p 0.9
 #                and 5 logprobs a token (the device's top-k / top-p and logprobs rows);
@@ -272,14 +275,19 @@ print("count differs" if len(a) != len(b) else "%d empty" % empty if empty else
 # else is in the step), so texts from differently batched runs may part where two tokens are
 # near ties, whatever the sampler or the cache (on the CPU, batched: 25-32 of 32 greedy texts
 # alike between two runs of the same server). Multi-row sampling is test_cuda_ops's to check.
-if wants sampling && may_start sampling 70 gpu; then
-  for where in device host hybrid-kv plain-kv; do  # a fresh server each (no prefix hits)
+if wants sampling && may_start sampling 80 gpu; then
+  for where in device host hybrid-kv plain-kv eager; do  # a fresh server each (no prefix hits)
     flags=(--max-num-seqs 1)
     [ "$where" = plain-kv ] && flags+=(--disable-hybrid-kv-cache-manager)
+    [ "$where" = eager ] && flags+=(--enforce-eager)
     if GPTOSS_HOST_SAMPLING=$([ "$where" = host ] && echo 1 || echo 0) \
          serve_start "$out/sampling-serve-$where.log" gpt-oss-tiny --load-format dummy \
          --weight-format bf16 "${flags[@]}"; then
       case $where in
+        eager)
+          bench_run "sampling-$where" --dataset-name random --random-input-len 64 \
+            --random-output-len 48 --temperature 0 --save-detailed --num-prompts 32 \
+            --endpoint-type openai --endpoint /v1/completions ;;
         device | host)
           bench_run "sampling-$where" --dataset-name random --random-input-len 64 \
             --random-output-len 48 --temperature 0 --save-detailed --num-prompts 32 \
@@ -328,6 +336,16 @@ if wants sampling && may_start sampling 70 gpu; then
     fi
   else
     record kv-hybrid FAIL "a run left no result (sampling-hybrid-kv.log, sampling-plain-kv.log)"
+  fi
+  if [ -s "$out/sampling-device.json" ] && [ -s "$out/sampling-eager.json" ]; then
+    same=$(same_texts "$out/sampling-device.json" "$out/sampling-eager.json")
+    if [ "${same%% of *}" = "${same##* of }" ] && [ "${same##* of }" -gt 0 ]; then
+      record graphs PASS "greedy texts with CUDA graphs = --enforce-eager: $same ($(grep -m1 'CUDA graphs' "$out/sampling-serve-device.log" | sed 's/^ *//'))"
+    else
+      record graphs FAIL "greedy texts differ between CUDA graphs and --enforce-eager: $same equal"
+    fi
+  else
+    record graphs FAIL "a run left no result (sampling-device.log, sampling-eager.log)"
   fi
 fi
 
@@ -400,12 +418,13 @@ for mode in $serve_modes; do
     async) flags=(--async-scheduling) ;;
     kv-f32) flags=(--kv-cache-dtype float32) ;;
     plain-kv) flags=(--disable-hybrid-kv-cache-manager) ;;
+    eager) flags=(--enforce-eager) ;;
     moe-wide32) moe_kernel=wide32 ;;
     host-sampling) host_sampling=1 ;;
     top-p) sampling=(--temperature 1.0 --top-k 50 --top-p 0.9 --logprobs 5) ;;
     profile) profile=1 ;;
     baseline) ;;
-    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, kv-f32, plain-kv, moe-wide32, host-sampling, top-p, profile, baseline)"; continue ;;
+    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, kv-f32, plain-kv, eager, moe-wide32, host-sampling, top-p, profile, baseline)"; continue ;;
   esac
   if [ "$mode" = baseline ] && [ ! -x "$bin/baseline/gptoss-engine" ]; then
     record "serve-$mode" FAIL "no baseline staged (gpu-stage.sh with GPU_STAGE_BASELINE=REV)"

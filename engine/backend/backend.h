@@ -114,6 +114,28 @@ struct Backend {
   // the CPU returns host itself. The forward pass calls it once per call and hands every op
   // the result.
   const Batch *(*upload_batch)(Backend *be, const Batch *host);
+
+  // Optional, all five or none (NULL: no graphs): recorded forward passes, replayed by one
+  // launch (CUDA graphs; dist/runner.c captures one per decode batch size).
+  // upload_graph_batch is upload_batch for a batch of one new token a sequence (num_tokens ==
+  // num_seqs == num_logits <= max_seqs, max_blocks_per_seq <= max_blocks), at device addresses
+  // that depend only on max_seqs and max_blocks, which every call of a backend must pass alike:
+  // the result's max_blocks_per_seq is max_blocks (its tables' row stride), so ops recorded over
+  // one result replay over any later one of the same num_seqs.
+  const Batch *(*upload_graph_batch)(Backend *be, const Batch *host, int max_seqs, int max_blocks);
+  // graph_begin: the ops called after it (on this thread) are recorded, not run, until
+  // graph_end, which returns the recording ready to launch. Both false / NULL with a message
+  // when the backend cannot record now. Every buffer a recorded op touches must be the same
+  // when it is launched (nothing may be freed or grown in between: the ops' own scratch is
+  // checked by graph_launch, the caller's buffers are the caller's to keep).
+  bool (*graph_begin)(Backend *be, char *err, size_t err_size);
+  void *(*graph_end)(Backend *be, char *err, size_t err_size);
+  // Runs a recording's ops (in order after the ops before it, like any op); false, running
+  // nothing, when the backend's scratch has grown since it was recorded (the caller runs the
+  // ops itself, and should record again or drop its recordings).
+  bool (*graph_launch)(Backend *be, void *graph);
+  void (*graph_free)(Backend *be, void *graph);
+
   // Optional (NULL: the host samples every row). The token of each row of logits
   // [num_rows, vocab] (backend memory) by rows[i] into host ids[i] (-1 for a row whose
   // temperature is < 0): greedy is the argmax, lowest id on ties (NaNs aside); a temperature t

@@ -34,6 +34,8 @@ typedef struct {
   bool async_scheduling;
   bool enable_prefix_caching;    // vLLM v1's default: on
   bool disable_hybrid_kv_cache;  // vLLM's --disable-hybrid-kv-cache-manager
+  bool enforce_eager;            // vLLM's: no CUDA graphs
+  int cuda_graph_sizes;          // the largest decode batch recorded; 0: min(2 x seqs, 512)
   const char *kv_cache_memory;   // bytes ("4GiB", "2000000000") or a fraction of free memory;
                                  // NULL: the device's default
   int block_size;
@@ -61,6 +63,8 @@ static const char USAGE[] =
     "  --enable-prefix-caching (the default) | --no-enable-prefix-caching\n"
     "  --disable-hybrid-kv-cache-manager (the sliding-window layers keep every position's KV,\n"
     "     not only their window's)\n"
+    "  --enforce-eager (CUDA: no graphs)  --cuda-graph-sizes N (CUDA: decode steps of up to N\n"
+    "     sequences run as recorded graphs, sizes 1 2 4 8 16 24 .. N; min(2 x max-num-seqs, 512))\n"
     "  --block-size N (16)  --kv-cache-dtype auto|float32|bfloat16 (auto: bfloat16 on CUDA\n"
     "     unless the weights are f32)  --load-format auto|safetensors|dummy  --seed N (0)\n"
     "  --weight-format auto|f32|bf16|q8 (auto: q8 for dummy weights, f32 for a checkpoint)\n"
@@ -90,6 +94,8 @@ static ServeOptions parse_options(int argc, char **argv) {
                                            {"enable-prefix-caching", no_argument, 0, 'c'},
                                            {"no-enable-prefix-caching", no_argument, 0, 'C'},
                                            {"disable-hybrid-kv-cache-manager", no_argument, 0, 'y'},
+                                           {"enforce-eager", no_argument, 0, 'e'},
+                                           {"cuda-graph-sizes", required_argument, 0, 'g'},
                                            {"kv-cache-memory", required_argument, 0, 'k'},
                                            {"block-size", required_argument, 0, 'b'},
                                            {"kv-cache-dtype", required_argument, 0, 'D'},
@@ -127,6 +133,10 @@ static ServeOptions parse_options(int argc, char **argv) {
       case 'c': o.enable_prefix_caching = true; break;
       case 'C': o.enable_prefix_caching = false; break;
       case 'y': o.disable_hybrid_kv_cache = true; break;
+      case 'e': o.enforce_eager = true; break;
+      case 'g':
+        o.cuda_graph_sizes = (int)cli_parse_long("serve", "--cuda-graph-sizes", optarg, 1, 1 << 16);
+        break;
       case 'k': o.kv_cache_memory = optarg; break;
       case 'b': o.block_size = (int)cli_parse_long("serve", "--block-size", optarg, 1, 1024); break;
       case 'D': o.kv_cache_dtype = optarg; break;
@@ -321,6 +331,31 @@ static void print_config(const ServeOptions *o, const EngineConfig *c, const Run
   fflush(stdout);
 }
 
+// CUDA graphs of decode steps (dist/runner.h), unless --enforce-eager; says what was recorded.
+static void record_graphs(const ServeOptions *o, const EngineConfig *c, Runner *runner) {
+  if (o->enforce_eager) {
+    printf("  CUDA graphs: off (--enforce-eager)\n");
+    return;
+  }
+  const int max_size = o->cuda_graph_sizes         ? o->cuda_graph_sizes
+                       : 2 * c->max_num_seqs < 512 ? 2 * c->max_num_seqs
+                                                   : 512;
+  const int max_blocks = (c->max_model_len + c->block_size - 1) / c->block_size;
+  const bool hybrid = engine_hybrid_kv(c, runner_config(runner));
+  char err[512];
+  const int64_t t0 = clock_now_ns();
+  if (!runner_capture_graphs(runner, max_size, max_blocks, hybrid, err, sizeof err)) {
+    printf("  CUDA graphs: off (%s)\n", err);
+  } else {
+    const int n = runner_num_graphs(runner);
+    printf(
+        "  CUDA graphs: decode steps of %d batch sizes (%d .. %d sequences) recorded in %.2f s\n",
+        n, runner_graph_size(runner, 0), runner_graph_size(runner, n - 1),
+        (double)(clock_now_ns() - t0) * 1e-9);
+  }
+  fflush(stdout);
+}
+
 // The prefix cache's hit rate as vLLM counts it (prompt tokens of new requests looked up, and
 // found), and the KV blocks still referenced (0 once every request has ended).
 static void print_shutdown_stats(Engine *engine, const EngineConfig *c) {
@@ -429,6 +464,7 @@ int serve_cmd_main(int argc, char **argv) {
 
   Engine *engine;
   if (!engine_create(&engine, &config, runner, err, sizeof err)) die("serve: %s", err);
+  if (device == DEVICE_CUDA) record_graphs(&o, &config, runner);
   Tokenizer tok;
   if (!tok_init(&tok, TOK_O200K_HARMONY, NULL, err, sizeof err)) die("serve: %s", err);
   engine_start(engine);

@@ -165,11 +165,14 @@ void model_forward(Model *m, const Batch *host_batch, KvCache *kv, float *logits
   CHECK(host_batch->num_tokens > 0 && host_batch->num_tokens <= m->max_num_tokens);
   CHECK(host_batch->num_logits <= host_batch->num_tokens &&
         host_batch->num_logits <= m->max_num_logits);
+  model_forward_uploaded(m, m->backend->upload_batch(m->backend, host_batch), kv, logits);
+}
+
+void model_forward_uploaded(Model *m, const Batch *b, KvCache *kv, float *logits) {
   const GptOssWeights *w = m->weights;
   const GptOssConfig *c = &w->config;
   const Shard *s = &w->shard;
   Backend *be = m->backend;
-  const Batch *b = be->upload_batch(be, host_batch);
   if (shard_is_first_stage(s)) be->embed(be, &w->embedding, b->token_ids, b->num_tokens, m->x);
   for (int i = 0; i < shard_num_layers(s); i++) {
     attention_block(m, b, kv, i, s->layer_begin + i);

@@ -6,8 +6,9 @@
 // to 16, head dims 16 to 256) and MoE (MXFP4, BF16 and F32 experts, uneven expert loads with idle
 // experts, an expert range, top-k ties, the SwiGLU clamp; the tile and the wide MXFP4 kernels, the
 // wide one also forced by GPTOSS_CUDA_MOE_KERNEL) and sample (greedy and temperature draws against
-// a float64 reference and the host sampler), and dummy weights generated on the device (the
-// host's, uploaded, byte for byte). Each comparison prints its errors. Without a CUDA
+// a float64 reference and the host sampler), dummy weights generated on the device (the
+// host's, uploaded, byte for byte), and a decode step recorded into a CUDA graph (against the
+// same step run op by op). Each comparison prints its errors. Without a CUDA
 // device (or in a CUDA=0 build) every GPU test prints "skipped: no CUDA device" and skips.
 //
 // Tolerances (why each is what it is):
@@ -46,7 +47,10 @@
 #include "backend/cuda/cuda_backend.h"
 #include "common/check.h"
 #include "core/sampler.h"
+#include "decode_calls.h"
+#include "dist/decode_batch.h"
 #include "model/bf16.h"
+#include "model/forward.h"
 #include "model/rope.h"
 #include "test_rng.h"
 
@@ -1405,6 +1409,96 @@ static void test_dummy_weights_on_device(void **state) {
   assert_non_null(strstr(err, "MXFP4 experts only"));
 }
 
+// ---------------------------------------------------------------------------------------------
+// A decode step recorded into a CUDA graph (backend.h: upload_graph_batch, graph_begin,
+// graph_end, graph_launch) replays as its ops run one by one: gpt-oss-tiny (dummy weights made on
+// the device: bf16 dense, MXFP4 experts) over a hybrid bf16 cache, two decode steps of three
+// sequences padded to 8 (dist/decode_batch.h; tables of 4 blocks a row, uploaded into rows of 8),
+// op by op over one cache and by the graph over another: the logits and the caches agree. Then a
+// product that grows the backend's scratch, after which the graph refuses to launch.
+
+// A bf16 cache array as floats (free it).
+static float *kv_floats(Backend *gpu, const void *array, size_t n) {
+  uint16_t *bits = (uint16_t *)host_copy(gpu, array, n * sizeof(uint16_t));
+  float *f = (float *)xmalloc(n * sizeof *f);
+  for (size_t i = 0; i < n; i++) f[i] = bf16_to_f32(bits[i]);
+  free(bits);
+  return f;
+}
+
+static void test_decode_graph(void **state) {
+  NEED_GPU(state);
+  char err[512];
+  Backend *gpu = cuda_backend_create(0, err, sizeof err);  // its own: one graph layout a backend
+  assert_non_null(gpu);
+  GptOssConfig c;
+  assert_true(config_preset("gpt-oss-tiny", &c));
+  WeightsOptions o = {.load_format = LOAD_DUMMY, .seed = 3};
+  assert_true(weights_formats_from_name("bf16", "gpt-oss-tiny", &o));
+  o.expert_format = WEIGHT_MXFP4;
+  GptOssWeights w;
+  if (!cuda_weights_dummy(gpu, &c, &o, &w, err, sizeof err)) fail_msg("%s", err);
+  Model m;
+  if (!model_init(&m, &w, gpu, NULL, 256, 0, err, sizeof err)) fail_msg("%s", err);
+  KvCache eager_kv, graph_kv;
+  assert_true(kv_cache_init(&eager_kv, gpu, &c, NULL, KV_BF16, 16, BLOCK, true, err, sizeof err));
+  assert_true(kv_cache_init(&graph_kv, gpu, &c, NULL, KV_BF16, 16, BLOCK, true, err, sizeof err));
+  const size_t vocab = (size_t)c.vocab_size;
+  float *logits = (float *)gpu->alloc(gpu, 256 * vocab * sizeof(float));
+  assert_non_null(logits);
+  Call call;
+  const int zero[SEQS] = {0}, one[SEQS] = {1, 1, 1};
+  model_forward(&m, call_build(&call, zero, LENS), &eager_kv, logits);  // the prompts
+  model_forward(&m, call_build(&call, zero, LENS), &graph_kv, logits);
+  // Recorded over padding only (which writes no KV), after one run of it.
+  DecodeBatch d;
+  decode_batch_init(&d, 8, WIDTH, true);
+  const Batch none = {0};
+  const Batch *b = gpu->upload_graph_batch(gpu, decode_batch_pad(&d, &none, 8), 8, 2 * WIDTH);
+  model_forward_uploaded(&m, b, &graph_kv, logits);
+  if (!gpu->graph_begin(gpu, err, sizeof err)) fail_msg("graph_begin: %s", err);
+  model_forward_uploaded(&m, b, &graph_kv, logits);
+  void *graph = gpu->graph_end(gpu, err, sizeof err);
+  if (!graph) fail_msg("graph_end: %s", err);
+  for (int step = 0; step < 2; step++) {
+    int first[SEQS];
+    for (int s = 0; s < SEQS; s++) first[s] = LENS[s] + step;
+    const Batch *padded = decode_batch_pad(&d, call_build(&call, first, one), 8);
+    model_forward(&m, padded, &eager_kv, logits);
+    float *want = (float *)host_copy(gpu, logits, SEQS * vocab * sizeof(float));
+    gpu->upload_graph_batch(gpu, padded, 8, 2 * WIDTH);
+    assert_true(gpu->graph_launch(gpu, graph));
+    float *got = (float *)host_copy(gpu, logits, SEQS * vocab * sizeof(float));
+    char what[80];
+    snprintf(what, sizeof what, "decode step %d by its graph: logits", step);
+    expect_close(what, got, want, SEQS * vocab, 1e-5, 1e-4, NULL, 1, 0);
+    free(want), free(got);
+  }
+  const size_t n = (size_t)eager_kv.num_blocks * BLOCK * eager_kv.num_kv_heads * eager_kv.head_dim;
+  for (int a = 0; a < eager_kv.num_arrays; a++) {
+    const void *arrays[2][2] = {{eager_kv.k_arrays[a], graph_kv.k_arrays[a]},
+                                {eager_kv.v_arrays[a], graph_kv.v_arrays[a]}};
+    for (int kv = 0; kv < 2; kv++) {
+      float *want = kv_floats(gpu, arrays[kv][0], n), *got = kv_floats(gpu, arrays[kv][1], n);
+      char what[80];
+      snprintf(what, sizeof what, "KV array %d %s after the graph's steps", a, kv ? "v" : "k");
+      expect_close(what, got, want, n, 1e-5, 1e-2, NULL, 1, 0);  // a bf16 ulp
+      free(want), free(got);
+    }
+  }
+  // A product of more rows than any before grows the scratch the graph reads.
+  gpu->linear(gpu, &w.unembedding, NULL, m.x, 256, logits, false);
+  assert_false(gpu->graph_launch(gpu, graph));
+  print_message("# a graph recorded before the scratch grew refuses to launch\n");
+  gpu->graph_free(gpu, graph);
+  decode_batch_free(&d);
+  gpu->free(gpu, logits);
+  kv_cache_free(&eager_kv), kv_cache_free(&graph_kv);
+  model_free(&m);
+  cuda_weights_free(gpu, &w);
+  gpu->destroy(gpu);
+}
+
 static void test_weights_refuse_q8(void **state) {
   NEED_GPU(state);
   Twins *t = *state;
@@ -1445,6 +1539,7 @@ int main(void) {
       cmocka_unit_test(test_sample_top),
       cmocka_unit_test(test_dummy_weights_on_device),
       cmocka_unit_test(test_weights_refuse_q8),
+      cmocka_unit_test(test_decode_graph),
   };
   return cmocka_run_group_tests_name("cuda backend vs its CPU twin", tests, setup, teardown);
 }

@@ -1,8 +1,8 @@
 // cuda_backend.cu: the CUDA backend's table, its state (device, stream, cuBLAS handle, scratch)
 // and its memory (zeroed device allocations, copies to and from the host). Computes nothing:
 // each op lives in its own file (cuda_ops.cu, cuda_linear.cu, cuda_attention.cu, cuda_moe.cu,
-// cuda_batch.cu, cuda_sample.cu; cuda_profile.cu times them). Owns the one place CUDA failures are
-// reported (cuda_fail).
+// cuda_batch.cu, cuda_sample.cu; cuda_profile.cu times them, cuda_graph.cu records them). Owns the
+// one place CUDA failures are reported (cuda_fail).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +11,10 @@
 
 void cuda_fail(const char *file, int line, const char *call, const char *what) {
   fprintf(stderr, "gptoss-engine: CUDA error at %s:%d: %s: %s\n", file, line, call, what);
+  if (cuda_graph_recording())
+    fprintf(stderr,
+            "gptoss-engine: (while recording a CUDA graph of a decode step; serve "
+            "--enforce-eager runs without graphs)\n");
   fflush(stderr);
   abort();
 }
@@ -32,6 +36,7 @@ void *cuda_scratch(CudaState *st, CudaScratchSlot slot, size_t bytes) {
     b->bytes = 0;
     CUDA_CHECK(cudaMalloc(&b->ptr, grown));
     b->bytes = grown;
+    st->scratch_generation++;
   }
   return b->ptr;
 }
@@ -158,6 +163,7 @@ static void cuda_destroy(Backend *be) {
   if (st->sample_host.ptr) CUDA_CHECK(cudaFreeHost(st->sample_host.ptr));
   CUDA_CHECK(cudaFree(st->sample_dev.ptr));
   CUBLAS_CHECK(cublasDestroy(st->cublas));
+  CUDA_CHECK(cudaFree(st->cublas_workspace.ptr));
   CUDA_CHECK(cudaStreamDestroy(st->stream));
   free(st);
   free(be);
@@ -179,6 +185,11 @@ static Backend *cuda_table(CudaState *st) {
   be->add = cuda_add;
   be->zero = cuda_zero;
   be->upload_batch = cuda_upload_batch;
+  be->upload_graph_batch = cuda_upload_graph_batch;
+  be->graph_begin = cuda_graph_begin;
+  be->graph_end = cuda_graph_end;
+  be->graph_launch = cuda_graph_launch;
+  be->graph_free = cuda_graph_free;
   be->sample = cuda_sample;
   be->to_host = cuda_to_host;
   be->upload_weights = cuda_weights_upload;
@@ -272,11 +283,18 @@ Backend *cuda_backend_create(int device, char *err, size_t err_size) {
   CUBLAS_CHECK(cublasSetStream(st->cublas, st->stream));
   // No TF32: F32 weights are the float32 reference path (SGEMM as written).
   CUBLAS_CHECK(cublasSetMathMode(st->cublas, CUBLAS_DEFAULT_MATH));
+  // A workspace of our own (cuBLAS's advice: 32 MiB from Hopper on, 4 MiB before): without it
+  // cuBLAS allocates one for every graph that records a product.
+  st->cublas_workspace.bytes = (prop.major >= 9 ? 32u : 4u) << 20;
+  CUDA_TRY(cudaMalloc(&st->cublas_workspace.ptr, st->cublas_workspace.bytes), err, err_size);
+  CUBLAS_CHECK(
+      cublasSetWorkspace(st->cublas, st->cublas_workspace.ptr, st->cublas_workspace.bytes));
   st->profile = cuda_profile_create();
   return cuda_table(st);
 
 fail:
   if (st->cublas) (void)cublasDestroy(st->cublas);  // best effort: already failing
+  if (st->cublas_workspace.ptr) (void)cudaFree(st->cublas_workspace.ptr);
   if (st->batch_copied) (void)cudaEventDestroy(st->batch_copied);
   if (st->stream) (void)cudaStreamDestroy(st->stream);
   free(st);

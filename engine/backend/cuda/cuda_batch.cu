@@ -5,7 +5,9 @@
 // the others for the tensor-core kernel. The buffers are sized for the most tiles the batch's
 // token and sequence counts allow, so the warm-up step (dist/warm_up.h) reaches their peak. The
 // returned Batch lives in the backend state and points into device memory until the next call.
-// Computes no op.
+// upload_graph_batch does the same for a decode batch into a second buffer whose layout is fixed
+// by the most sequences and blocks a graph batch can have, so recorded ops (cuda_graph.cu) find
+// every later batch where they found the first. Computes no op.
 #include <string.h>
 
 #include "backend/cuda/cuda_internal.cuh"
@@ -14,10 +16,13 @@
 static size_t cuda_batch_piece(size_t bytes) { return (bytes + 15) & ~(size_t)15; }
 
 void cuda_batch_free(CudaState *st) {
-  if (st->batch_host.ptr) CUDA_CHECK(cudaFreeHost(st->batch_host.ptr));
+  CudaBuffer *pinned[] = {&st->batch_host, &st->graph_batch_host};
+  for (CudaBuffer *b : pinned)
+    if (b->ptr) CUDA_CHECK(cudaFreeHost(b->ptr));
   CUDA_CHECK(cudaFree(st->batch_dev.ptr));
+  CUDA_CHECK(cudaFree(st->graph_batch_dev.ptr));
   CUDA_CHECK(cudaEventDestroy(st->batch_copied));
-  st->batch_host = st->batch_dev = CudaBuffer{};
+  st->batch_host = st->batch_dev = st->graph_batch_host = st->graph_batch_dev = CudaBuffer{};
 }
 
 // Whether sequence s's tokens are also cut into flash tiles.
@@ -54,6 +59,16 @@ static_assert(CUDA_ATTN_FLASH_MIN_TOKENS >= CUDA_ATTN_FLASH_TOKENS, "ceil(n / F)
 static size_t cuda_batch_max_tiles(size_t T, size_t S) {
   return (T + (CUDA_ATTN_TILE_TOKENS - 1) * S) / CUDA_ATTN_TILE_TOKENS +
          2 * T / CUDA_ATTN_FLASH_TOKENS;
+}
+
+// The device tiles of the last upload, for the attention op.
+static void cuda_batch_set_tiles(CudaState *st, const int4 *tiles, int n4, int n_short,
+                                 int n_flash) {
+  st->attn_tiles = tiles;
+  st->num_attn_tiles = n4;
+  st->num_attn_short_tiles = n_short;
+  st->attn_flash_tiles = tiles ? tiles + n4 : NULL;
+  st->num_attn_flash_tiles = n_flash;
 }
 
 // One array of the batch: its host source, its bytes, and where its device copy's pointer goes.
@@ -117,10 +132,111 @@ const Batch *cuda_upload_batch(Backend *be, const Batch *host) {
   }
   if (off) CUDA_CHECK(cudaMemcpyAsync(dev, h, off, cudaMemcpyHostToDevice, st->stream));
   CUDA_CHECK(cudaEventRecord(st->batch_copied, st->stream));
-  st->attn_tiles = (const int4 *)tiles_ptr;
-  st->num_attn_tiles = n4;
-  st->num_attn_short_tiles = n_short;
-  st->attn_flash_tiles = st->attn_tiles ? st->attn_tiles + n4 : NULL;
-  st->num_attn_flash_tiles = n_flash;
+  cuda_batch_set_tiles(st, (const int4 *)tiles_ptr, n4, n_short, n_flash);
+  return d;
+}
+
+// A graph batch's device layout: its arrays at offsets that depend on max_seqs (S) and max_blocks
+// (W) only, the one-dimensional ones and the tiles first (copied as one span), then the two
+// tables [S, W]. The offsets of the pieces, in order; returns the span's and the whole's bytes.
+enum {
+  GRAPH_TOKEN_IDS,
+  GRAPH_POSITIONS,
+  GRAPH_SLOTS,
+  GRAPH_WINDOW_SLOTS,
+  GRAPH_QUERY_START,
+  GRAPH_SEQ_LENS,
+  GRAPH_LOGITS_INDICES,
+  GRAPH_TILES,
+  GRAPH_TABLES,
+  GRAPH_WINDOW_TABLES,
+  GRAPH_PIECES
+};
+static void cuda_graph_layout(size_t S, size_t W, size_t offsets[GRAPH_PIECES], size_t *span,
+                              size_t *total) {
+  const size_t bytes[GRAPH_PIECES] = {
+      S * sizeof(uint32_t),      S * sizeof(int32_t),
+      S * sizeof(int64_t),       S * sizeof(int64_t),
+      (S + 1) * sizeof(int32_t), S * sizeof(int32_t),
+      S * sizeof(int32_t),       cuda_batch_max_tiles(S, S) * sizeof(int4),
+      S * W * sizeof(int32_t),   S * W * sizeof(int32_t)};
+  size_t off = 0;
+  for (int i = 0; i < GRAPH_PIECES; i++) {
+    if (i == GRAPH_TABLES) *span = off;
+    offsets[i] = off;
+    off += cuda_batch_piece(bytes[i]);
+  }
+  *total = off;
+}
+
+const Batch *cuda_upload_graph_batch(Backend *be, const Batch *host, int max_seqs, int max_blocks) {
+  CudaState *st = cuda_enter(be);
+  CudaProfileScope profile(st, CUDA_PROF_UPLOAD);
+  const int n = host->num_seqs;
+  const size_t w = (size_t)host->max_blocks_per_seq, W = (size_t)max_blocks;
+  CHECK(n > 0 && n <= max_seqs && host->num_tokens == n && host->num_logits == n);
+  CHECK(w >= 1 && w <= W && host->query_start && host->block_tables);
+  const bool window = host->window_block_tables != NULL;
+  CHECK((host->window_slot_mapping != NULL) == window);
+  // One layout for the backend's life: a recorded op keeps the addresses it was given.
+  CHECK(st->graph_max_seqs == 0 ||
+        (st->graph_max_seqs == max_seqs && st->graph_max_blocks == max_blocks));
+  size_t at[GRAPH_PIECES], span, total;
+  cuda_graph_layout((size_t)max_seqs, W, at, &span, &total);
+  if (st->graph_max_seqs == 0) {
+    // The host side stages the span, then each table's rows packed ([n, w]).
+    cuda_buffer_reserve(&st->graph_batch_host, span + 2 * (size_t)max_seqs * W * sizeof(int32_t),
+                        true);
+    cuda_buffer_reserve(&st->graph_batch_dev, total, false);
+    st->graph_max_seqs = max_seqs, st->graph_max_blocks = max_blocks;
+  }
+  // The staging buffer may still be the source of the previous call's copy.
+  CUDA_CHECK(cudaEventSynchronize(st->batch_copied));
+  char *h = (char *)st->graph_batch_host.ptr, *dev = (char *)st->graph_batch_dev.ptr;
+  const size_t N = (size_t)n;
+  const struct {
+    const void *src;
+    size_t bytes;
+    int piece;
+  } arrays[] = {
+      {host->token_ids, N * sizeof(uint32_t), GRAPH_TOKEN_IDS},
+      {host->positions, N * sizeof(int32_t), GRAPH_POSITIONS},
+      {host->slot_mapping, N * sizeof(int64_t), GRAPH_SLOTS},
+      {host->window_slot_mapping, N * sizeof(int64_t), GRAPH_WINDOW_SLOTS},
+      {host->query_start, (N + 1) * sizeof(int32_t), GRAPH_QUERY_START},
+      {host->seq_lens, N * sizeof(int32_t), GRAPH_SEQ_LENS},
+      {host->logits_indices, N * sizeof(int32_t), GRAPH_LOGITS_INDICES},
+  };
+  for (const auto &a : arrays)
+    if (a.src) memcpy(h + at[a.piece], a.src, a.bytes);
+  int n4 = 0, n_short = 0, n_flash = 0;
+  cuda_batch_tiles(host, NULL, NULL, &n4, &n_short, &n_flash);
+  CHECK((size_t)(n4 + n_flash) <= cuda_batch_max_tiles((size_t)max_seqs, (size_t)max_seqs));
+  int4 *tiles = (int4 *)(h + at[GRAPH_TILES]);
+  cuda_batch_tiles(host, tiles, tiles + n4, &n4, &n_short, &n_flash);
+  CUDA_CHECK(cudaMemcpyAsync(dev, h, span, cudaMemcpyHostToDevice, st->stream));
+  // Each table's n rows of w entries, packed on the host, into rows W apart on the device.
+  const int32_t *tables[2] = {host->block_tables, host->window_block_tables};
+  for (int i = 0; i < 1 + window; i++) {
+    int32_t *packed = (int32_t *)(h + span) + (size_t)i * (size_t)max_seqs * W;
+    memcpy(packed, tables[i], N * w * sizeof(int32_t));
+    CUDA_CHECK(cudaMemcpy2DAsync(dev + at[GRAPH_TABLES + i], W * sizeof(int32_t), packed,
+                                 w * sizeof(int32_t), w * sizeof(int32_t), N,
+                                 cudaMemcpyHostToDevice, st->stream));
+  }
+  CUDA_CHECK(cudaEventRecord(st->batch_copied, st->stream));
+  Batch *d = &st->batch;
+  *d = *host;
+  d->token_ids = (const uint32_t *)(dev + at[GRAPH_TOKEN_IDS]);
+  d->positions = (const int32_t *)(dev + at[GRAPH_POSITIONS]);
+  d->slot_mapping = (const int64_t *)(dev + at[GRAPH_SLOTS]);
+  d->query_start = (const int32_t *)(dev + at[GRAPH_QUERY_START]);
+  d->seq_lens = (const int32_t *)(dev + at[GRAPH_SEQ_LENS]);
+  d->logits_indices = (const int32_t *)(dev + at[GRAPH_LOGITS_INDICES]);
+  d->block_tables = (const int32_t *)(dev + at[GRAPH_TABLES]);
+  d->max_blocks_per_seq = max_blocks;
+  d->window_slot_mapping = window ? (const int64_t *)(dev + at[GRAPH_WINDOW_SLOTS]) : NULL;
+  d->window_block_tables = window ? (const int32_t *)(dev + at[GRAPH_WINDOW_TABLES]) : NULL;
+  cuda_batch_set_tiles(st, (const int4 *)(dev + at[GRAPH_TILES]), n4, n_short, n_flash);
   return d;
 }

@@ -124,6 +124,11 @@ struct CudaState {
   CudaBuffer batch_host, batch_dev;
   cudaEvent_t batch_copied;
   Batch batch;
+  // upload_graph_batch: its own staging and device buffers, laid out once for these sizes
+  CudaBuffer graph_batch_host, graph_batch_dev;
+  int graph_max_seqs, graph_max_blocks;
+  unsigned scratch_generation;  // bumped whenever a scratch buffer moves (graph_launch checks)
+  CudaBuffer cublas_workspace;  // cuBLAS's, set once: a recorded product must not allocate
   // device: [num_attn_tiles] {seq, first token, end token, 0}, the sequences with fewer than
   // CUDA_ATTN_FLASH_MIN_TOKENS new tokens first (num_attn_short_tiles of them)
   const int4 *attn_tiles;
@@ -219,6 +224,15 @@ void cuda_gather_rows(Backend *be, const float *in, const int32_t *rows, int num
                       float *out);
 void cuda_add(Backend *be, float *dst, const float *src, size_t n);
 const Batch *cuda_upload_batch(Backend *be, const Batch *host);
+const Batch *cuda_upload_graph_batch(Backend *be, const Batch *host, int max_seqs, int max_blocks);
+// cuda_graph.cu: recording the ops into CUDA graphs and launching them
+bool cuda_graph_begin(Backend *be, char *err, size_t err_size);
+void *cuda_graph_end(Backend *be, char *err, size_t err_size);
+bool cuda_graph_launch(Backend *be, void *graph);
+void cuda_graph_free(Backend *be, void *graph);
+// Whether this thread is recording a graph now (cuda_fail's message says so: an op that cannot
+// be recorded fails there, and --enforce-eager runs without graphs).
+bool cuda_graph_recording(void);
 void cuda_sample(Backend *be, const float *logits, int num_rows, int vocab, const SampleRow *rows,
                  int32_t *ids, PickLogprobs *logprobs);
 // cudaSuccess when this build has a kernel image the current device can run.
