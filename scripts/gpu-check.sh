@@ -23,7 +23,10 @@
 #                (past the 128-token window) with the hybrid KV cache (the default) and with
 #                --disable-hybrid-kv-cache-manager: the same texts (kv-hybrid); and the
 #                greedy 64/48 ones again with --enforce-eager: the same texts as with the
-#                decode steps' CUDA graphs (the default) (graphs)
+#                decode steps' CUDA graphs (the default) (graphs: one sequence a step, so only
+#                the graph of size 1); and both again at --max-num-seqs 8, all 32 sent at once
+#                (steps of 1-8 sequences, padded to 1, 2, 4 or 8): at least 3 in 4 the same, as
+#                padding changes a product's row count (graphs-batched)
 #   5 kernels    bench_cuda_kernels: MoE and attention GB/s and TFLOP/s against
 #                the measured copy bandwidth and cuBLAS bf16 rate; then, where the stage has a
 #                baseline (gpu-stage.sh's GPU_STAGE_BASELINE), its bench_cuda_kernels
@@ -275,16 +278,20 @@ print("count differs" if len(a) != len(b) else "%d empty" % empty if empty else
 # else is in the step), so texts from differently batched runs may part where two tokens are
 # near ties, whatever the sampler or the cache (on the CPU, batched: 25-32 of 32 greedy texts
 # alike between two runs of the same server). Multi-row sampling is test_cuda_ops's to check.
-if wants sampling && may_start sampling 80 gpu; then
-  for where in device host hybrid-kv plain-kv eager; do  # a fresh server each (no prefix hits)
+if wants sampling && may_start sampling 95 gpu; then
+  for where in device host hybrid-kv plain-kv eager graphs-8 eager-8; do  # a fresh server each
     flags=(--max-num-seqs 1)
-    [ "$where" = plain-kv ] && flags+=(--disable-hybrid-kv-cache-manager)
-    [ "$where" = eager ] && flags+=(--enforce-eager)
+    case $where in
+      plain-kv) flags+=(--disable-hybrid-kv-cache-manager) ;;
+      eager) flags+=(--enforce-eager) ;;
+      graphs-8) flags=(--max-num-seqs 8) ;;
+      eager-8) flags=(--max-num-seqs 8 --enforce-eager) ;;
+    esac
     if GPTOSS_HOST_SAMPLING=$([ "$where" = host ] && echo 1 || echo 0) \
          serve_start "$out/sampling-serve-$where.log" gpt-oss-tiny --load-format dummy \
          --weight-format bf16 "${flags[@]}"; then
       case $where in
-        eager)
+        eager | graphs-8 | eager-8)
           bench_run "sampling-$where" --dataset-name random --random-input-len 64 \
             --random-output-len 48 --temperature 0 --save-detailed --num-prompts 32 \
             --endpoint-type openai --endpoint /v1/completions ;;
@@ -346,6 +353,17 @@ if wants sampling && may_start sampling 80 gpu; then
     fi
   else
     record graphs FAIL "a run left no result (sampling-device.log, sampling-eager.log)"
+  fi
+  if [ -s "$out/sampling-graphs-8.json" ] && [ -s "$out/sampling-eager-8.json" ]; then
+    same=$(same_texts "$out/sampling-graphs-8.json" "$out/sampling-eager-8.json")
+    if [[ $same == *" of "* ]] && [ $(( ${same%% of *} * 4 )) -ge $(( ${same##* of } * 3 )) ] &&
+       [ "${same##* of }" -gt 0 ]; then
+      record graphs-batched PASS "greedy texts at up to 8 a step, padded graphs vs --enforce-eager: $same"
+    else
+      record graphs-batched FAIL "greedy texts at up to 8 a step differ between padded graphs and --enforce-eager: $same equal"
+    fi
+  else
+    record graphs-batched FAIL "a run left no result (sampling-graphs-8.log, sampling-eager-8.log)"
   fi
 fi
 

@@ -331,25 +331,35 @@ static void print_config(const ServeOptions *o, const EngineConfig *c, const Run
   fflush(stdout);
 }
 
-// CUDA graphs of decode steps (dist/runner.h), unless --enforce-eager; says what was recorded.
-static void record_graphs(const ServeOptions *o, const EngineConfig *c, Runner *runner) {
+// CUDA graphs of decode steps (dist/runner.h), unless --enforce-eager: the sizes and their
+// buffers before the KV cache's share is measured. False (and says why) when there will be none.
+static bool prepare_graphs(const ServeOptions *o, const EngineConfig *c, Runner *runner,
+                           bool hybrid) {
   if (o->enforce_eager) {
-    printf("  CUDA graphs: off (--enforce-eager)\n");
-    return;
+    printf("gptoss-engine serve: CUDA graphs: off (--enforce-eager)\n");
+    return false;
   }
   const int max_size = o->cuda_graph_sizes         ? o->cuda_graph_sizes
                        : 2 * c->max_num_seqs < 512 ? 2 * c->max_num_seqs
                                                    : 512;
   const int max_blocks = (c->max_model_len + c->block_size - 1) / c->block_size;
-  const bool hybrid = engine_hybrid_kv(c, runner_config(runner));
+  char err[512];
+  if (runner_prepare_graphs(runner, max_size, max_blocks, hybrid, err, sizeof err)) return true;
+  printf("gptoss-engine serve: CUDA graphs: off (%s)\n", err);
+  return false;
+}
+
+// Records the prepared graphs (the KV cache exists now); says what was recorded.
+static void record_graphs(Runner *runner) {
   char err[512];
   const int64_t t0 = clock_now_ns();
-  if (!runner_capture_graphs(runner, max_size, max_blocks, hybrid, err, sizeof err)) {
-    printf("  CUDA graphs: off (%s)\n", err);
+  if (!runner_capture_graphs(runner, err, sizeof err)) {
+    printf("gptoss-engine serve: CUDA graphs: off (%s)\n", err);
   } else {
     const int n = runner_num_graphs(runner);
     printf(
-        "  CUDA graphs: decode steps of %d batch sizes (%d .. %d sequences) recorded in %.2f s\n",
+        "gptoss-engine serve: CUDA graphs: decode steps of %d batch sizes (%d .. %d sequences) "
+        "recorded in %.2f s\n",
         n, runner_graph_size(runner, 0), runner_graph_size(runner, n - 1),
         (double)(clock_now_ns() - t0) * 1e-9);
   }
@@ -450,6 +460,7 @@ int serve_cmd_main(int argc, char **argv) {
   config.forced_output_ids = forced.data;
   config.num_forced_output_ids = forced.len;
   const bool hybrid = engine_hybrid_kv(&config, runner_config(runner));
+  const bool graphs = device == DEVICE_CUDA && prepare_graphs(&o, &config, runner, hybrid);
   size_t kv_bytes = kv_cache_bytes(o.kv_cache_memory, runner);
   size_t block_bytes = runner_kv_bytes_per_token(runner, hybrid) * (size_t)o.block_size;
   size_t num_blocks = kv_bytes / block_bytes;
@@ -464,7 +475,7 @@ int serve_cmd_main(int argc, char **argv) {
 
   Engine *engine;
   if (!engine_create(&engine, &config, runner, err, sizeof err)) die("serve: %s", err);
-  if (device == DEVICE_CUDA) record_graphs(&o, &config, runner);
+  if (graphs) record_graphs(runner);
   Tokenizer tok;
   if (!tok_init(&tok, TOK_O200K_HARMONY, NULL, err, sizeof err)) die("serve: %s", err);
   engine_start(engine);

@@ -37,7 +37,7 @@ bool decode_batch_fits(const DecodeBatch *d, const Batch *b) {
       (b->window_slot_mapping != NULL) != d->hybrid)
     return false;
   for (int i = 0; i < b->num_seqs; i++)
-    if (b->logits_indices[i] != i) return false;
+    if (b->query_start[i] != i || b->logits_indices[i] != i) return false;
   return true;
 }
 

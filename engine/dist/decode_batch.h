@@ -25,7 +25,8 @@ void decode_batch_init(DecodeBatch *d, int max_seqs, int max_blocks, bool hybrid
 void decode_batch_free(DecodeBatch *d);
 
 // Whether b is a decode step d can pad: one token and one logits row a sequence, in order
-// (num_tokens == num_seqs == num_logits, logits_indices[i] == i), at most max_seqs sequences of
+// (num_tokens == num_seqs == num_logits, query_start[i] == logits_indices[i] == i), at most
+// max_seqs sequences of
 // at most max_blocks blocks, with window arrays exactly when d is hybrid.
 bool decode_batch_fits(const DecodeBatch *d, const Batch *b);
 

@@ -1,7 +1,7 @@
 // runner.c: the ranks of a tensor x pipeline parallel model (runner.h): loading each rank's
 // shard, the rank threads, and one forward call carried through the stages micro-batch by
 // micro-batch. Rank 0 (stage 0, tensor rank 0) runs on the caller's thread; the others wait at
-// the start barrier for the next call.
+// the start barrier for the next call. Decode steps as graphs are runner_graphs.c's.
 #include "dist/runner.h"
 
 #include <pthread.h>
@@ -14,62 +14,12 @@
 
 #include "common/check.h"
 #include "common/cpu_cores.h"
-#include "dist/comm_nccl.h"
-#include "dist/comm_threads.h"
-#include "dist/decode_batch.h"
-#include "dist/microbatch.h"
-#include "model/forward.h"
-#include "model/kv_cache.h"
-
-// A communicator group: shared memory among CPU ranks, NCCL among GPUs.
-typedef struct {
-  ThreadGroup *threads;
-  NcclGroup *nccl;
-} Group;
-
-typedef struct {
-  Runner *runner;
-  Shard shard;
-  GptOssWeights weights;  // in the backend's memory (uploaded when it is not the host's)
-  Backend *backend;
-  Comm *tp;  // NULL when tp = 1
-  Comm *pp;  // NULL when pp = 1; rank pp_rank of the pipeline of this tensor rank
-  Model model;
-  KvCache kv;
-  float *logits;  // backend memory, for a backend whose memory the host cannot read
-  size_t logits_rows;
-  pthread_t thread;
-} Rank;
-
-struct Runner {
-  RunnerOptions options;
-  GptOssConfig config;
-  int tp, pp, num_ranks, threads_per_rank;
-  Rank *ranks;    // [num_ranks] stage-major: rank pp_rank * tp + tp_rank
-  Group *groups;  // [pp + tp]: each stage's tensor group, then each pipeline
-  pthread_barrier_t start, done;
-  bool threads_started;
-  int *cpus;  // [num_ranks * threads_per_rank] the CPU of each rank's threads; NULL: unpinned
-  // the current call
-  MicroBatches micro;
-  float *logits;            // host [num_logits, vocab]
-  const SampleRow *sample;  // NULL, or [num_logits]: the rows a device may sample
-  int32_t *sampled;         // [num_logits] with sample: the device's ids, -1 for host rows
-  PickLogprobs *logprobs;   // [num_logits] with sample: a sampled row's logprobs when it asks
-  bool quit;
-  // Recorded decode steps (runner_capture_graphs; one rank): graphs[i] runs a decode batch of
-  // graph_sizes[i] sequences, padded in decode, with its logits in graph_logits.
-  DecodeBatch decode;
-  void **graphs;
-  int *graph_sizes, num_graphs;
-  const float *graph_logits;
-};
+#include "dist/runner_internal.h"
 
 // ---------------------------------------------------------------------------------------------
 // one rank's part of a call
 
-// Rank's backend buffer for rows of logits, for a backend whose memory the host cannot read.
-static float *device_logits(Rank *rank, int rows) {
+float *runner_device_logits(Rank *rank, int rows) {
   const size_t row_bytes = (size_t)rank->runner->config.vocab_size * sizeof(float);
   if ((size_t)rows > rank->logits_rows) {
     if (rank->logits) rank->backend->free(rank->backend, rank->logits);
@@ -88,7 +38,7 @@ static PickLogprobs *call_logprobs(Runner *r, int first) {
 // Rows [first, first + num_rows) of the call's logits, in backend memory at device: the rows a
 // device sample op can take are sampled there, the others are copied to the host rows (all of
 // them in one copy when none is the device's, as with GPTOSS_HOST_SAMPLING=1).
-static void logits_to_host(Runner *r, Backend *be, const float *device, int num_rows, int first) {
+void runner_logits_to_host(Runner *r, Backend *be, const float *device, int num_rows, int first) {
   const size_t vocab = (size_t)r->config.vocab_size;
   float *host = r->logits + (size_t)first * vocab;
   bool any_on_device = false;
@@ -121,11 +71,12 @@ static void run_rank(Rank *rank) {
     if (!shard_is_first_stage(s)) rank->pp->recv(rank->pp, rank->model.x, bytes, s->pp_rank - 1);
     float *host =
         last && s->tp_rank == 0 ? r->logits + (size_t)r->micro.first_logit[part] * vocab : NULL;
-    float *out = host && !rank->backend->host_memory ? device_logits(rank, b->num_logits) : host;
+    float *out =
+        host && !rank->backend->host_memory ? runner_device_logits(rank, b->num_logits) : host;
     model_forward(&rank->model, b, &rank->kv, out);
     const int first = r->micro.first_logit[part];
     if (out != host)
-      logits_to_host(r, rank->backend, out, b->num_logits, first);
+      runner_logits_to_host(r, rank->backend, out, b->num_logits, first);
     else if (host && r->sample && rank->backend->sample)  // host memory: sampled where they lie
       rank->backend->sample(rank->backend, host, b->num_logits, (int)vocab, r->sample + first,
                             r->sampled + first, call_logprobs(r, first));
@@ -149,8 +100,7 @@ void runner_set_route_probe(Runner *r, const RouteProbe *probe) {
   r->ranks[0].model.route_probe = probe;
 }
 
-// The call's outputs, for the ranks (no row sampled yet).
-static void call_begin(Runner *r, int num_logits, float *logits, const SampleRow *sample,
+void runner_call_begin(Runner *r, int num_logits, float *logits, const SampleRow *sample,
                        int32_t *sampled, PickLogprobs *logprobs) {
   r->logits = logits;
   r->sample = sample;
@@ -163,7 +113,7 @@ static void call_begin(Runner *r, int num_logits, float *logits, const SampleRow
 static void forward_parts(Runner *r, const Batch *batch, int max_parts, float *logits,
                           const SampleRow *sample, int32_t *sampled, PickLogprobs *logprobs) {
   microbatches_split(&r->micro, batch, max_parts);
-  call_begin(r, batch->num_logits, logits, sample, sampled, logprobs);
+  runner_call_begin(r, batch->num_logits, logits, sample, sampled, logprobs);
   if (r->num_ranks == 1) {
     run_rank(&r->ranks[0]);
     return;
@@ -173,104 +123,10 @@ static void forward_parts(Runner *r, const Batch *batch, int max_parts, float *l
   pthread_barrier_wait(&r->done);
 }
 
-// runner_forward by a recorded decode step, when one fits the batch: false when none does
-// (the caller runs it op by op).
-static bool forward_graph(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
-                          int32_t *sampled, PickLogprobs *logprobs) {
-  if (r->num_graphs == 0 || !decode_batch_fits(&r->decode, batch)) return false;
-  int g = 0;
-  while (g < r->num_graphs && r->graph_sizes[g] < batch->num_seqs) g++;
-  if (g == r->num_graphs) return false;
-  Rank *rank = &r->ranks[0];
-  Backend *be = rank->backend;
-  CHECK(rank->logits == r->graph_logits);  // rows only grow past the largest graph's
-  const Batch *padded = decode_batch_pad(&r->decode, batch, r->graph_sizes[g]);
-  be->upload_graph_batch(be, padded, r->decode.max_seqs, r->decode.max_blocks);
-  if (!be->graph_launch(be, r->graphs[g])) {
-    fprintf(stderr,
-            "gptoss-engine: warning: the backend's scratch moved after the CUDA graphs were "
-            "recorded (a step larger than the warm-up's); running every step op by op now\n");
-    runner_drop_graphs(r);
-    return false;
-  }
-  call_begin(r, batch->num_logits, logits, sample, sampled, logprobs);
-  logits_to_host(r, be, rank->logits, batch->num_logits, 0);
-  return true;
-}
-
 void runner_forward(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
                     int32_t *sampled, PickLogprobs *logprobs) {
-  if (!forward_graph(r, batch, logits, sample, sampled, logprobs))
+  if (!runner_forward_graph(r, batch, logits, sample, sampled, logprobs))
     forward_parts(r, batch, r->pp, logits, sample, sampled, logprobs);
-}
-
-// Records graph i over a batch of padding only, after running that batch once op by op (so
-// that every kernel, product plan and buffer a step of its size uses exists already).
-static bool record_graph(Runner *r, int i, char *err, size_t err_size) {
-  Rank *rank = &r->ranks[0];
-  Backend *be = rank->backend;
-  const Batch none = {0};
-  const Batch *padded = decode_batch_pad(&r->decode, &none, r->graph_sizes[i]);
-  const Batch *b = be->upload_graph_batch(be, padded, r->decode.max_seqs, r->decode.max_blocks);
-  float *logits = rank->logits;
-  model_forward_uploaded(&rank->model, b, &rank->kv, logits);
-  if (!be->graph_begin(be, err, err_size)) return false;
-  model_forward_uploaded(&rank->model, b, &rank->kv, logits);
-  r->graphs[i] = be->graph_end(be, err, err_size);
-  return r->graphs[i] != NULL;
-}
-
-bool runner_capture_graphs(Runner *r, int max_size, int max_blocks, bool hybrid, char *err,
-                           size_t err_size) {
-  runner_drop_graphs(r);
-  Backend *be = r->ranks[0].backend;
-  if (r->num_ranks > 1) {
-    snprintf(err, err_size, "recorded only with -tp 1 -pp 1 (this runner has %d ranks)",
-             r->num_ranks);
-    return false;
-  }
-  if (!be->graph_begin) {
-    snprintf(err, err_size, "the %s backend records none", be->name);
-    return false;
-  }
-  CHECK(r->ranks[0].kv.backend != NULL);  // the recordings keep the cache's addresses
-  if (max_size > r->options.max_num_tokens) max_size = r->options.max_num_tokens;
-  if (r->options.max_num_logits > 0 && max_size > r->options.max_num_logits)
-    max_size = r->options.max_num_logits;
-  CHECK(max_size >= 1);
-  r->graph_sizes = xcalloc((size_t)max_size, sizeof *r->graph_sizes);
-  const int n = decode_graph_sizes(max_size, r->graph_sizes);
-  r->graphs = xcalloc((size_t)n, sizeof *r->graphs);
-  decode_batch_init(&r->decode, r->graph_sizes[n - 1], max_blocks, hybrid);
-  // The logits rows at the most any call asks for, so that they never move after this.
-  device_logits(&r->ranks[0], r->options.max_num_logits > 0 ? r->options.max_num_logits
-                                                            : r->options.max_num_tokens);
-  // Largest first: the buffers grow to their peak before any recording keeps their addresses.
-  for (int i = n - 1; i >= 0; i--) {
-    r->num_graphs = n;  // for runner_drop_graphs, should one fail
-    if (!record_graph(r, i, err, err_size)) {
-      runner_drop_graphs(r);
-      return false;
-    }
-  }
-  r->graph_logits = r->ranks[0].logits;
-  return true;
-}
-
-int runner_num_graphs(const Runner *r) { return r->num_graphs; }
-
-int runner_graph_size(const Runner *r, int i) {
-  CHECK(i >= 0 && i < r->num_graphs);
-  return r->graph_sizes[i];
-}
-
-void runner_drop_graphs(Runner *r) {
-  Backend *be = r->ranks[0].backend;
-  for (int i = 0; r->graphs && i < r->num_graphs; i++)
-    if (r->graphs[i]) be->graph_free(be, r->graphs[i]);
-  free(r->graphs), free(r->graph_sizes);
-  r->graphs = NULL, r->graph_sizes = NULL, r->num_graphs = 0, r->graph_logits = NULL;
-  if (r->decode.max_seqs) decode_batch_free(&r->decode);
 }
 
 void runner_forward_whole(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
@@ -432,6 +288,7 @@ void runner_free(Runner *r) {
     pthread_barrier_destroy(&r->done);
   }
   runner_kv_free(r);  // drops the graphs too
+  runner_graphs_free(r);
   for (int i = 0; i < r->num_ranks; i++) {
     Rank *rank = &r->ranks[i];
     model_free(&rank->model);

@@ -81,17 +81,22 @@ void runner_set_route_probe(Runner *r, const RouteProbe *probe);
 void runner_forward(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
                     int32_t *sampled, PickLogprobs *logprobs);
 
-// CUDA graphs of decode steps (vLLM's cudagraph capture): records, on a single rank whose
-// backend has graphs (backend.h), the forward pass of a decode batch (one token a sequence) of
-// each size decode_graph_sizes gives up to max_size (capped at the most tokens and logits rows
-// a call takes), padded by dist/decode_batch.h; runner_forward then runs a decode step that
-// fits (at most max_blocks blocks a sequence, window arrays exactly when hybrid) by one launch of
-// the smallest recording that holds it. Call after runner_kv_init: the recordings keep the
-// cache's and the activations' addresses (runner_kv_init and runner_kv_free drop them). False
-// with the reason when none could be recorded (more than one rank, a backend without graphs,
-// a recording the backend refused): the runner then runs every step op by op, as before.
-bool runner_capture_graphs(Runner *r, int max_size, int max_blocks, bool hybrid, char *err,
+// CUDA graphs of decode steps (vLLM's cudagraph capture), on a single rank whose backend has
+// graphs (backend.h), in two calls:
+// runner_prepare_graphs chooses the decode batch sizes (decode_graph_sizes up to max_size, at
+// most the tokens a call takes and no more than the first size that holds the most sequences a
+// step runs) and reserves what every recording will use: the graph batch's device layout (for
+// the largest size and tables max_blocks wide, window arrays exactly when hybrid) and the
+// logits rows. Call it before the KV cache's share of the free memory is measured, once.
+// runner_capture_graphs, after runner_kv_init, records the forward pass of a decode batch of
+// each size, padded by dist/decode_batch.h; runner_forward then runs a decode step that fits by
+// one launch of the smallest recording that holds it. The recordings keep the cache's and the
+// activations' addresses: runner_kv_init and runner_kv_free drop them (capture again after).
+// Both false with the reason when there will be no graphs (more than one rank, a backend
+// without them, a recording the backend refused): every step then runs op by op, as before.
+bool runner_prepare_graphs(Runner *r, int max_size, int max_blocks, bool hybrid, char *err,
                            size_t err_size);
+bool runner_capture_graphs(Runner *r, char *err, size_t err_size);
 int runner_num_graphs(const Runner *r);
 int runner_graph_size(const Runner *r, int i);  // ascending in i
 void runner_drop_graphs(Runner *r);

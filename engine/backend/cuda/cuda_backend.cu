@@ -271,7 +271,9 @@ Backend *cuda_backend_create(int device, char *err, size_t err_size) {
     goto fail;
   }
   snprintf(st->name, sizeof st->name, "%s", prop.name);
-  CUDA_TRY(cudaStreamCreate(&st->stream), err, err_size);
+  // Non-blocking: no implicit order with the legacy default stream, whose use by another thread
+  // would otherwise spoil a graph being recorded on this one.
+  CUDA_TRY(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking), err, err_size);
   CUDA_TRY(cudaEventCreateWithFlags(&st->batch_copied, cudaEventDisableTiming), err, err_size);
   CUDA_TRY(cudaEventRecord(st->batch_copied, st->stream), err, err_size);
   cs = cublasCreate(&st->cublas);

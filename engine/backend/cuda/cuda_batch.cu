@@ -181,7 +181,7 @@ const Batch *cuda_upload_graph_batch(Backend *be, const Batch *host, int max_seq
   // One layout for the backend's life: a recorded op keeps the addresses it was given.
   CHECK(st->graph_max_seqs == 0 ||
         (st->graph_max_seqs == max_seqs && st->graph_max_blocks == max_blocks));
-  size_t at[GRAPH_PIECES], span, total;
+  size_t at[GRAPH_PIECES], span = 0, total = 0;
   cuda_graph_layout((size_t)max_seqs, W, at, &span, &total);
   if (st->graph_max_seqs == 0) {
     // The host side stages the span, then each table's rows packed ([n, w]).

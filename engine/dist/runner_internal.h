@@ -1,0 +1,81 @@
+// runner_internal.h: what the runner's files share (runner.c: ranks, threads and the forward
+// call; runner_graphs.c: decode steps as recorded graphs): the runner's and each rank's state,
+// and the pieces of a call both use. Not for use outside engine/dist/runner*.c.
+#ifndef GE_DIST_RUNNER_INTERNAL_H
+#define GE_DIST_RUNNER_INTERNAL_H
+
+#include <pthread.h>
+
+#include "dist/comm_nccl.h"
+#include "dist/comm_threads.h"
+#include "dist/decode_batch.h"
+#include "dist/microbatch.h"
+#include "dist/runner.h"
+#include "model/forward.h"
+#include "model/kv_cache.h"
+
+// A communicator group: shared memory among CPU ranks, NCCL among GPUs.
+typedef struct {
+  ThreadGroup *threads;
+  NcclGroup *nccl;
+} Group;
+
+typedef struct {
+  Runner *runner;
+  Shard shard;
+  GptOssWeights weights;  // in the backend's memory (uploaded when it is not the host's)
+  Backend *backend;
+  Comm *tp;  // NULL when tp = 1
+  Comm *pp;  // NULL when pp = 1; rank pp_rank of the pipeline of this tensor rank
+  Model model;
+  KvCache kv;
+  float *logits;  // backend memory, for a backend whose memory the host cannot read
+  size_t logits_rows;
+  pthread_t thread;
+} Rank;
+
+struct Runner {
+  RunnerOptions options;
+  GptOssConfig config;
+  int tp, pp, num_ranks, threads_per_rank;
+  Rank *ranks;    // [num_ranks] stage-major: rank pp_rank * tp + tp_rank
+  Group *groups;  // [pp + tp]: each stage's tensor group, then each pipeline
+  pthread_barrier_t start, done;
+  bool threads_started;
+  int *cpus;  // [num_ranks * threads_per_rank] the CPU of each rank's threads; NULL: unpinned
+  // the current call
+  MicroBatches micro;
+  float *logits;            // host [num_logits, vocab]
+  const SampleRow *sample;  // NULL, or [num_logits]: the rows a device may sample
+  int32_t *sampled;         // [num_logits] with sample: the device's ids, -1 for host rows
+  PickLogprobs *logprobs;   // [num_logits] with sample: a sampled row's logprobs when it asks
+  bool quit;
+  // Decode steps as graphs (one rank): runner_prepare_graphs chooses graph_sizes[num_sizes]
+  // (ascending) and pads into decode; runner_capture_graphs records graphs[i], a decode batch of
+  // graph_sizes[i] sequences with its logits in graph_logits (num_graphs: 0 or num_sizes).
+  DecodeBatch decode;
+  int *graph_sizes, num_sizes;
+  void **graphs;
+  int num_graphs;
+  const float *graph_logits;
+};
+
+// Rank's backend buffer for at least rows rows of logits, for a backend whose memory the host
+// cannot read (grows; dies when out of memory).
+float *runner_device_logits(Rank *rank, int rows);
+
+// A call's outputs, for the ranks (no row sampled yet).
+void runner_call_begin(Runner *r, int num_logits, float *logits, const SampleRow *sample,
+                       int32_t *sampled, PickLogprobs *logprobs);
+
+// Rows [first, first + num_rows) of the call's logits, in backend memory at device: the rows a
+// device sample op can take are sampled there, the others copied to the call's host rows.
+void runner_logits_to_host(Runner *r, Backend *be, const float *device, int num_rows, int first);
+
+// runner_graphs.c: runner_forward by a recorded decode step when one fits the batch (false: run
+// it op by op), and freeing what runner_prepare_graphs made.
+bool runner_forward_graph(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
+                          int32_t *sampled, PickLogprobs *logprobs);
+void runner_graphs_free(Runner *r);
+
+#endif
