@@ -273,11 +273,27 @@ print("count differs" if len(a) != len(b) else "%d empty" % empty if empty else
       "%d of %d" % (sum(x == y for x, y in zip(a, b)), len(a)))
 ' "$1" "$2"
 }
-# Every comparison serves one request at a time (--max-num-seqs 1): a batch's makeup can change
-# a product's rounding (cuBLAS and the CPU kernels choose by row count; MoE items depend on who
-# else is in the step), so texts from differently batched runs may part where two tokens are
-# near ties, whatever the sampler or the cache (on the CPU, batched: 25-32 of 32 greedy texts
-# alike between two runs of the same server). Multi-row sampling is test_cuda_ops's to check.
+# Records check NAME: the texts of runs sampling-A and sampling-B (the bench's result files) the
+# same for at least NUM in DEN of them (none empty), described as WHAT.
+compare_texts() {  # name, a, b, num, den, what
+  local name=$1 a=$out/sampling-$2.json b=$out/sampling-$3.json num=$4 den=$5 what=$6 same
+  if [ ! -s "$a" ] || [ ! -s "$b" ]; then
+    record "$name" FAIL "a run left no result (sampling-$2.log, sampling-$3.log)"
+    return
+  fi
+  same=$(same_texts "$a" "$b")
+  if [[ $same == *" of "* ]] && [ "${same##* of }" -gt 0 ] &&
+     [ $(( ${same%% of *} * den )) -ge $(( ${same##* of } * num )) ]; then
+    record "$name" PASS "$what: $same"
+  else
+    record "$name" FAIL "$what: not so ($same)"
+  fi
+}
+# Every comparison but graphs-batched serves one request at a time (--max-num-seqs 1): a
+# batch's makeup can change a product's rounding (cuBLAS and the CPU kernels choose by row
+# count; MoE items depend on who else is in the step), so texts from differently batched runs
+# may part where two tokens are near ties, whatever the sampler or the cache (on the CPU,
+# batched: 25-32 of 32 greedy texts alike between two runs of the same server). Multi-row sampling is test_cuda_ops's to check.
 if wants sampling && may_start sampling 95 gpu; then
   for where in device host hybrid-kv plain-kv eager graphs-8 eager-8; do  # a fresh server each
     flags=(--max-num-seqs 1)
@@ -313,58 +329,14 @@ if wants sampling && may_start sampling 95 gpu; then
     fi
     serve_stop
   done
-  if [ -s "$out/sampling-device.json" ] && [ -s "$out/sampling-host.json" ]; then
-    same=$(same_texts "$out/sampling-device.json" "$out/sampling-host.json")
-    if [ "${same%% of *}" = "${same##* of }" ] && [ "${same##* of }" -gt 0 ]; then
-      record sampling PASS "greedy texts sampled on the device = on the host: $same"
-    else
-      record sampling FAIL "greedy texts differ between device and host sampling: $same equal"
-    fi
-  else
-    record sampling FAIL "a run left no result (sampling-device.log, sampling-host.log)"
-  fi
-  if [ -s "$out/sampling-top-device.json" ] && [ -s "$out/sampling-top-host.json" ]; then
-    same=$(same_texts "$out/sampling-top-device.json" "$out/sampling-top-host.json")
-    if [[ $same == *" of "* ]] && [ $(( ${same%% of *} * 10 )) -ge $(( ${same##* of } * 9 )) ] &&
-       [ "${same##* of }" -gt 0 ]; then
-      record sampling-top PASS "seeded top-k/top-p texts, device = host: $same"
-    else
-      record sampling-top FAIL "seeded top-k/top-p texts differ between device and host: $same equal"
-    fi
-  else
-    record sampling-top FAIL "a run left no result (sampling-top-device.log, sampling-top-host.log)"
-  fi
-  if [ -s "$out/sampling-hybrid-kv.json" ] && [ -s "$out/sampling-plain-kv.json" ]; then
-    same=$(same_texts "$out/sampling-hybrid-kv.json" "$out/sampling-plain-kv.json")
-    if [ "${same%% of *}" = "${same##* of }" ] && [ "${same##* of }" -gt 0 ]; then
-      record kv-hybrid PASS "greedy texts past the window, hybrid KV cache = plain: $same"
-    else
-      record kv-hybrid FAIL "greedy texts differ between the hybrid and the plain KV cache: $same equal"
-    fi
-  else
-    record kv-hybrid FAIL "a run left no result (sampling-hybrid-kv.log, sampling-plain-kv.log)"
-  fi
-  if [ -s "$out/sampling-device.json" ] && [ -s "$out/sampling-eager.json" ]; then
-    same=$(same_texts "$out/sampling-device.json" "$out/sampling-eager.json")
-    if [ "${same%% of *}" = "${same##* of }" ] && [ "${same##* of }" -gt 0 ]; then
-      record graphs PASS "greedy texts with CUDA graphs = --enforce-eager: $same ($(grep -m1 'CUDA graphs' "$out/sampling-serve-device.log" | sed 's/^ *//'))"
-    else
-      record graphs FAIL "greedy texts differ between CUDA graphs and --enforce-eager: $same equal"
-    fi
-  else
-    record graphs FAIL "a run left no result (sampling-device.log, sampling-eager.log)"
-  fi
-  if [ -s "$out/sampling-graphs-8.json" ] && [ -s "$out/sampling-eager-8.json" ]; then
-    same=$(same_texts "$out/sampling-graphs-8.json" "$out/sampling-eager-8.json")
-    if [[ $same == *" of "* ]] && [ $(( ${same%% of *} * 4 )) -ge $(( ${same##* of } * 3 )) ] &&
-       [ "${same##* of }" -gt 0 ]; then
-      record graphs-batched PASS "greedy texts at up to 8 a step, padded graphs vs --enforce-eager: $same"
-    else
-      record graphs-batched FAIL "greedy texts at up to 8 a step differ between padded graphs and --enforce-eager: $same equal"
-    fi
-  else
-    record graphs-batched FAIL "a run left no result (sampling-graphs-8.log, sampling-eager-8.log)"
-  fi
+  compare_texts sampling device host 1 1 "greedy texts sampled on the device = on the host"
+  compare_texts sampling-top top-device top-host 9 10 "seeded top-k/top-p texts, device = host"
+  compare_texts kv-hybrid hybrid-kv plain-kv 1 1 \
+    "greedy texts past the window, hybrid KV cache = plain"
+  compare_texts graphs device eager 1 1 "greedy texts with CUDA graphs = --enforce-eager ($(
+    grep -m1 'CUDA graphs' "$out/sampling-serve-device.log" | sed 's/^.*CUDA graphs: //'))"
+  compare_texts graphs-batched graphs-8 eager-8 3 4 \
+    "greedy texts at up to 8 a step, padded graphs vs --enforce-eager"
 fi
 
 # 5 kernels -----------------------------------------------------------------------------------
