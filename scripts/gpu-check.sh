@@ -31,6 +31,9 @@
 #                the measured copy bandwidth and cuBLAS bf16 rate; then, where the stage has a
 #                baseline (gpu-stage.sh's GPU_STAGE_BASELINE), its bench_cuda_kernels
 #                (kernels-baseline.log) and the two tables side by side (kernels-ab.txt)
+#   5a decode    bench_cuda_decode: a whole decode step of GPU_CHECK_DECODE_MODEL
+#                (openai/gpt-oss-20b) at batches of 1 to 256, op by op and by its CUDA graph:
+#                ms per step of each and the graph's speed-up (decode.log)
 #   5b ncu       only when GPU_CHECK_STEPS names it: Nsight Compute's full set (clocks left
 #                alone) on GPU_CHECK_NCU_COUNT (2) launches of the kernels matching the regex
 #                GPU_CHECK_NCU_KERNEL (mxfp4) in `bench_cuda_kernels 1 GPU_CHECK_NCU_SHAPE`
@@ -59,8 +62,9 @@
 #        GPU_CHECK_PROMPTS (200), GPU_CHECK_SERVE_ARGS (extra `serve` flags),
 #        GPU_CHECK_SERVE_MODES ("sync async host-sampling"), GPU_CHECK_SERVE_MODEL
 #        (openai/gpt-oss-20b), GPU_CHECK_WORKLOADS ("random sharegpt"), GPU_CHECK_BENCH_S (150:
-#        the most seconds one `gptoss-bench bench` run may take), GPU_CHECK_STEPS ("device ops golden sampling kernels serve": run
-#        only these; add ncu for the profiler), GPU_CHECK_NCU_KERNEL, GPU_CHECK_NCU_SHAPE,
+#        the most seconds one `gptoss-bench bench` run may take), GPU_CHECK_STEPS ("device ops
+#        golden sampling kernels decode serve": run only these; add ncu for the profiler),
+#        GPU_CHECK_DECODE_MODEL (step 5a), GPU_CHECK_NCU_KERNEL, GPU_CHECK_NCU_SHAPE,
 #        GPU_CHECK_NCU_COUNT (step 5b), GPU_CHECK_KEEP_GOING (1: a failed step does not skip the
 #        steps after it, e.g. to serve with GPTOSS_CUDA_MOE_KERNEL=tile when a new kernel's op
 #        test fails; the exit status still says it failed), and gpu-stage.sh's BUILD_ROOT, CUDA
@@ -77,7 +81,7 @@ cd "$bin/.." || exit 1
 device=${GPU_RUN_DEVICE:-cuda}
 budget=${GPU_CHECK_BUDGET_S:-470}
 prompts=${GPU_CHECK_PROMPTS:-200}
-steps=${GPU_CHECK_STEPS:-device ops golden sampling kernels serve}
+steps=${GPU_CHECK_STEPS:-device ops golden sampling kernels decode serve}
 serve_modes=${GPU_CHECK_SERVE_MODES:-sync async host-sampling}
 serve_model=${GPU_CHECK_SERVE_MODEL:-openai/gpt-oss-20b}
 workloads=" ${GPU_CHECK_WORKLOADS:-random sharegpt} "
@@ -365,6 +369,21 @@ if wants kernels && may_start kernels 60 gpu && kernels_run kernels "$bin/bench_
          printf "%-48s %12s %12s %8.3f\n", $1, base[$1], $2, base[$1] != 0 ? $2 / base[$1] : 0 }' \
     "$out/kernels-baseline.log" "$out/kernels.log" > "$out/kernels-ab.txt"
   echo "gpu-check: kernels-ab.txt: every figure of the baseline and this build, with the ratio"
+fi
+
+# 5a decode ------------------------------------------------------------------------------------
+if wants decode && may_start decode 45 gpu; then
+  timeout "$(left 90)" "$bin/bench_cuda_decode" 10 "${GPU_CHECK_DECODE_MODEL:-openai/gpt-oss-20b}" \
+    > "$out/decode.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq 124 ]; then
+    record decode "partial (time)" "$(grep -c '^cuda\.' "$out/decode.log") figures before the time ran out (decode.log)"
+  elif [ "$rc" -ne 0 ] || grep -q 'skipped: no CUDA device' "$out/decode.log"; then
+    record decode FAIL "see decode.log: $(tail -n 1 "$out/decode.log")"
+  else
+    record decode PASS "graph speed-up by batch: $(awk '$1 ~ /graph_speedup$/ {
+      split($1, f, "."); printf "%s%s %.2fx", sep, f[4], $2; sep = ", " }' "$out/decode.log") (table in decode.log)"
+  fi
 fi
 
 # 5b ncu --------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@
 # GPU machine (no network, no Debian dev packages) and run there with `DIR/run.sh OUT`:
 #   DIR/stage.tar.gz, gzipped (the binaries are mostly CUDA code, 3x smaller packed; libopenblas
 #   alone is 36 MiB) and unpacked by run.sh into a temporary folder:
-#     bin/         gptoss-engine, gptoss-bench, test_cuda_ops, bench_cuda_kernels (those built)
+#     bin/         gptoss-engine, gptoss-bench, test_cuda_ops, bench_cuda_kernels,
+#                  bench_cuda_decode (those built)
 #     bin/baseline (with GPU_STAGE_BASELINE=REV) gptoss-engine and bench_cuda_kernels built at
 #                  git revision REV, for a before/after of a kernel change in the same device call
 #                  (gpu-check.sh's kernels step and serve mode "baseline" run them)
@@ -45,7 +46,7 @@ else
   echo "gpu-stage: make CUDA=$cuda BUILD_ROOT=$root (a few minutes with nvcc)"
   mkdir -p "$(dirname "$root")" || die "cannot create the folder of $root"
   make -j"$(nproc)" BUILD_ROOT="$root" CUDA="$cuda" all "$root/tests/test_cuda_ops" \
-       "$root/bench/bench_cuda_kernels" > "$root.make.log" 2>&1 ||
+       "$root/bench/bench_cuda_kernels" "$root/bench/bench_cuda_decode" > "$root.make.log" 2>&1 ||
     die "make failed (CUDA=$cuda BUILD_ROOT=$root): see $root.make.log: $(grep -m1 -iE 'error|fatal' "$root.make.log")"
 fi
 
@@ -73,7 +74,8 @@ fi
 rm -rf "${dir:?}"
 mkdir -p "$dir/bin" "$dir/lib" "$dir/tests/fixtures" "$dir/datasets" || die "cannot create $dir"
 bins=()
-for b in bin/gptoss-engine bin/gptoss-bench tests/test_cuda_ops bench/bench_cuda_kernels; do
+for b in bin/gptoss-engine bin/gptoss-bench tests/test_cuda_ops bench/bench_cuda_kernels \
+         bench/bench_cuda_decode; do
   if [ -x "$root/$b" ]; then
     cp "$root/$b" "$dir/bin/" && bins+=("$dir/bin/${b##*/}")
   else
