@@ -116,7 +116,7 @@ struct Backend {
   const Batch *(*upload_batch)(Backend *be, const Batch *host);
 
   // Optional, all five or none (NULL: no graphs): recorded forward passes, replayed by one
-  // launch (CUDA graphs; dist/runner.c captures one per decode batch size).
+  // launch (CUDA graphs; dist/runner_graphs.c records one per decode batch size).
   // upload_graph_batch is upload_batch for a batch of one new token a sequence (num_tokens ==
   // num_seqs == num_logits <= max_seqs, max_blocks_per_seq <= max_blocks), at device addresses
   // that depend only on max_seqs and max_blocks, which every call of a backend must pass alike:

@@ -63,8 +63,9 @@ static const char USAGE[] =
     "  --enable-prefix-caching (the default) | --no-enable-prefix-caching\n"
     "  --disable-hybrid-kv-cache-manager (the sliding-window layers keep every position's KV,\n"
     "     not only their window's)\n"
-    "  --enforce-eager (CUDA: no graphs)  --cuda-graph-sizes N (CUDA: decode steps of up to N\n"
-    "     sequences run as recorded graphs, sizes 1 2 4 8 16 24 .. N; min(2 x max-num-seqs, 512))\n"
+    "  --enforce-eager (CUDA: no graphs)  --cuda-graph-sizes N (CUDA, one GPU: decode steps run\n"
+    "     as recorded graphs of sizes 1 .. 16, 24, 32 .. N, to the first size that holds\n"
+    "     --max-num-seqs; N: min(2 x max-num-seqs, 512))\n"
     "  --block-size N (16)  --kv-cache-dtype auto|float32|bfloat16 (auto: bfloat16 on CUDA\n"
     "     unless the weights are f32)  --load-format auto|safetensors|dummy  --seed N (0)\n"
     "  --weight-format auto|f32|bf16|q8 (auto: q8 for dummy weights, f32 for a checkpoint)\n"
@@ -499,6 +500,13 @@ int serve_cmd_main(int argc, char **argv) {
   api_stop(server);
   engine_stop(engine);
   print_shutdown_stats(engine, &config);
+  if (graphs) {
+    long long steps, graph_steps;
+    runner_step_counts(runner, &steps, &graph_steps);
+    printf("gptoss-engine serve: CUDA graphs ran %lld of %lld steps (%d recorded)\n", graph_steps,
+           steps, runner_num_graphs(runner));
+    fflush(stdout);
+  }
   engine_destroy(engine);
   tok_free(&tok);
   token_ids_free(&forced);

@@ -11,17 +11,17 @@
 
 #include "common/check.h"
 
-#define NCCL_CHECK(call)                                                                  \
-  do {                                                                                    \
-    ncclResult_t nccl_rc = (call);                                                        \
-    if (nccl_rc != ncclSuccess)                                                           \
-      die("%s:%d: %s: %s", __FILE__, __LINE__, #call, ncclGetErrorString(nccl_rc));       \
+#define NCCL_CHECK(call)                                                            \
+  do {                                                                              \
+    ncclResult_t nccl_rc = (call);                                                  \
+    if (nccl_rc != ncclSuccess)                                                     \
+      die("%s:%d: %s: %s", __FILE__, __LINE__, #call, ncclGetErrorString(nccl_rc)); \
   } while (0)
-#define CUDA_CALL(call)                                                                   \
-  do {                                                                                    \
-    cudaError_t cuda_rc = (call);                                                         \
-    if (cuda_rc != cudaSuccess)                                                           \
-      die("%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(cuda_rc));       \
+#define CUDA_CALL(call)                                                             \
+  do {                                                                              \
+    cudaError_t cuda_rc = (call);                                                   \
+    if (cuda_rc != cudaSuccess)                                                     \
+      die("%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(cuda_rc)); \
   } while (0)
 
 typedef struct {

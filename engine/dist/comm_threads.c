@@ -79,8 +79,7 @@ static void threads_all_reduce_sum(Comm *c, float *buf, size_t n) {
 static void threads_all_gather(Comm *c, const float *send, size_t n, float *recv) {
   ThreadGroup *g = group_of(c);
   publish(c, send);
-  for (int r = 0; r < g->size; r++)
-    memcpy(recv + (size_t)r * n, g->slots[r], n * sizeof(float));
+  for (int r = 0; r < g->size; r++) memcpy(recv + (size_t)r * n, g->slots[r], n * sizeof(float));
   threads_barrier(c);
 }
 

@@ -93,7 +93,7 @@ const Batch *decode_batch_pad(DecodeBatch *d, const Batch *b, int size) {
 
 int decode_graph_sizes(int max_size, int *sizes) {
   int n = 0;
-  for (int s = 1; s <= max_size && s < 8; s *= 2) sizes[n++] = s;
-  for (int s = 8; s <= max_size; s += 8) sizes[n++] = s;
+  for (int s = 1; s <= max_size && s <= 16; s++) sizes[n++] = s;
+  for (int s = 24; s <= max_size; s += 8) sizes[n++] = s;
   return n;
 }

@@ -125,7 +125,10 @@ static void forward_parts(Runner *r, const Batch *batch, int max_parts, float *l
 
 void runner_forward(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
                     int32_t *sampled, PickLogprobs *logprobs) {
-  if (!runner_forward_graph(r, batch, logits, sample, sampled, logprobs))
+  r->num_steps++;
+  if (runner_forward_graph(r, batch, logits, sample, sampled, logprobs))
+    r->num_graph_steps++;
+  else
     forward_parts(r, batch, r->pp, logits, sample, sampled, logprobs);
 }
 

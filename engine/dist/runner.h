@@ -98,6 +98,8 @@ bool runner_prepare_graphs(Runner *r, int max_size, int max_blocks, bool hybrid,
                            size_t err_size);
 bool runner_capture_graphs(Runner *r, char *err, size_t err_size);
 int runner_num_graphs(const Runner *r);
+// runner_forward calls so far, and how many of them ran by a graph.
+void runner_step_counts(const Runner *r, long long *steps, long long *graph_steps);
 int runner_graph_size(const Runner *r, int i);  // ascending in i
 void runner_drop_graphs(Runner *r);
 

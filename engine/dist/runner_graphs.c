@@ -87,7 +87,10 @@ static bool record_graph(Runner *r, int i, char *err, size_t err_size) {
 
 bool runner_capture_graphs(Runner *r, char *err, size_t err_size) {
   CHECK(r->num_sizes > 0 && r->ranks[0].kv.backend != NULL);  // prepared, and a cache to keep
-  CHECK(r->ranks[0].logits == r->graph_logits);
+  if (r->ranks[0].logits != r->graph_logits) {  // an eager call took more rows than prepared
+    snprintf(err, err_size, "the logits rows moved after runner_prepare_graphs");
+    return false;
+  }
   runner_drop_graphs(r);
   r->graphs = xcalloc((size_t)r->num_sizes, sizeof *r->graphs);
   r->num_graphs = r->num_sizes;  // runner_drop_graphs frees those recorded, should one fail
@@ -101,6 +104,10 @@ bool runner_capture_graphs(Runner *r, char *err, size_t err_size) {
 }
 
 int runner_num_graphs(const Runner *r) { return r->num_graphs; }
+
+void runner_step_counts(const Runner *r, long long *steps, long long *graph_steps) {
+  *steps = r->num_steps, *graph_steps = r->num_graph_steps;
+}
 
 int runner_graph_size(const Runner *r, int i) {
   CHECK(i >= 0 && i < r->num_graphs);

@@ -58,6 +58,7 @@ struct Runner {
   void **graphs;
   int num_graphs;
   const float *graph_logits;
+  long long num_steps, num_graph_steps;  // runner_forward calls, and those run by a graph
 };
 
 // Rank's backend buffer for at least rows rows of logits, for a backend whose memory the host

@@ -61,7 +61,7 @@ void model_free(Model *m);
 void model_forward(Model *m, const Batch *batch, KvCache *kv, float *logits);
 
 // model_forward over a batch the backend already holds (upload_batch's or upload_graph_batch's
-// result): only ops, so a backend with graphs can record it (dist/runner.c's decode graphs).
+// result): only ops, so a backend with graphs can record it (dist/runner_graphs.c's decode graphs).
 void model_forward_uploaded(Model *m, const Batch *b, KvCache *kv, float *logits);
 
 #endif

@@ -1,9 +1,10 @@
 // bench_cuda_decode.c: a whole decode step of GPT-OSS on the device, op by op and by a recorded
 // CUDA graph (what `serve` does on one GPU unless --enforce-eager; dist/runner_graphs.c), so the
 // graphs' gain is measured on its own, not through a served run's noise. Dummy weights made on
-// the device (bf16 dense, MXFP4 experts), a hybrid bf16 KV cache; batches of 1 to 256 sequences,
-// each at a 512-token context (its own 32 blocks; the cache holds zeros, which costs what real
-// keys cost). Per batch: ms per step op by op ("eager": upload_batch and the ops) and by the
+// the device (bf16 dense, MXFP4 experts), a hybrid bf16 KV cache laid out as serve's is; batches
+// of 1 to 256 sequences, each at a 512-token context (its own 32 full blocks, and window blocks
+// for the last 128 positions after null ones; the cache holds zeros, which cost what real keys
+// cost). Per batch: ms per step op by op ("eager": upload_batch and the ops) and by the
 // graph (upload_graph_batch and one launch), the graph's speed-up, and the step's output tokens/s
 // by the graph. Prints "cuda.decode.<model>.b<B>.<figure> value" lines, then a table. Times the
 // forward pass only (no sampling); checks nothing (test_cuda_ops's test_decode_graph does).
@@ -27,25 +28,35 @@
 
 static const int BATCHES[] = {1, 8, 32, 64, 256};
 
-// A decode step of n sequences: sequence s owns blocks 1 + s * WIDTH .. (block 0 is the null
-// block) in both tables, its token at position CONTEXT - 1.
+// Blocks of the cache: the null block, each sequence's full blocks, each one's window blocks.
+#define NUM_BLOCKS (1 + MAX_SEQS * 2 * WIDTH)
+
+// A decode step of n sequences, each with its token at position CONTEXT - 1: sequence s's full
+// blocks are 1 + s * WIDTH + j; its window table names the null block (0) for the blocks wholly
+// before the last window positions, then blocks of its own after all the full ones.
 typedef struct {
   uint32_t ids[MAX_SEQS];
   int32_t positions[MAX_SEQS], query_start[MAX_SEQS + 1], seq_lens[MAX_SEQS];
-  int32_t logits_indices[MAX_SEQS], tables[MAX_SEQS * WIDTH];
-  int64_t slots[MAX_SEQS];
+  int32_t logits_indices[MAX_SEQS], tables[MAX_SEQS * WIDTH], window_tables[MAX_SEQS * WIDTH];
+  int64_t slots[MAX_SEQS], window_slots[MAX_SEQS];
   Batch batch;
 } Step;
 
-static const Batch *step_build(Step *st, int n) {
+static const Batch *step_build(Step *st, int n, int window) {
+  const int first_window_block = (CONTEXT - window) / BLOCK;
   for (int s = 0; s < n; s++) {
     st->ids[s] = (uint32_t)(1000 + 7 * s);
     st->positions[s] = CONTEXT - 1;
     st->query_start[s] = s;
     st->seq_lens[s] = CONTEXT;
     st->logits_indices[s] = s;
-    for (int j = 0; j < WIDTH; j++) st->tables[s * WIDTH + j] = 1 + s * WIDTH + j;
+    for (int j = 0; j < WIDTH; j++) {
+      st->tables[s * WIDTH + j] = 1 + s * WIDTH + j;
+      st->window_tables[s * WIDTH + j] =
+          j < first_window_block ? 0 : 1 + MAX_SEQS * WIDTH + s * WIDTH + j;
+    }
     st->slots[s] = (int64_t)st->tables[s * WIDTH + WIDTH - 1] * BLOCK + BLOCK - 1;
+    st->window_slots[s] = (int64_t)st->window_tables[s * WIDTH + WIDTH - 1] * BLOCK + BLOCK - 1;
   }
   st->query_start[n] = n;
   st->batch = (Batch){.num_seqs = n,
@@ -57,8 +68,8 @@ static const Batch *step_build(Step *st, int n) {
                       .seq_lens = st->seq_lens,
                       .block_tables = st->tables,
                       .max_blocks_per_seq = WIDTH,
-                      .window_slot_mapping = st->slots,  // the same blocks serve both layer kinds
-                      .window_block_tables = st->tables,
+                      .window_slot_mapping = st->window_slots,
+                      .window_block_tables = st->window_tables,
                       .logits_indices = st->logits_indices,
                       .num_logits = n};
   return &st->batch;
@@ -130,8 +141,7 @@ int main(int argc, char **argv) {
   if (!cuda_weights_dummy(d.gpu, &c, &o, &w, err, sizeof err)) die("bench_cuda_decode: %s", err);
   printf("dummy weights made on the device in %.1f s\n", (double)(clock_now_ns() - t0) * 1e-9);
   if (!model_init(&d.model, &w, d.gpu, NULL, MAX_SEQS, 0, err, sizeof err) ||
-      !kv_cache_init(&d.kv, d.gpu, &c, NULL, KV_BF16, 1 + MAX_SEQS * WIDTH, BLOCK, true, err,
-                     sizeof err))
+      !kv_cache_init(&d.kv, d.gpu, &c, NULL, KV_BF16, NUM_BLOCKS, BLOCK, true, err, sizeof err))
     die("bench_cuda_decode: %s", err);
   d.logits = d.gpu->alloc(d.gpu, (size_t)MAX_SEQS * c.vocab_size * sizeof(float));
   if (!d.logits) die("bench_cuda_decode: out of device memory for the logits");
@@ -143,7 +153,7 @@ int main(int argc, char **argv) {
   for (int i = num_batches - 1; i >= 0; i--) graphs[i] = record(&d, BATCHES[i]);
   Step *st = xcalloc(1, sizeof *st);
   for (int i = 0; i < num_batches; i++) {
-    const Batch *b = step_build(st, BATCHES[i]);
+    const Batch *b = step_build(st, BATCHES[i], c.sliding_window);
     eager[i] = time_steps(&d, b, NULL, reps);
     graph[i] = time_steps(&d, b, graphs[i], reps);
     report(model, BATCHES[i], "eager_ms", eager[i] * 1e3);

@@ -25,14 +25,16 @@ static void test_graph_sizes(void **state) {
   int sizes[600];
   assert_int_equal(decode_graph_sizes(1, sizes), 1);
   assert_int_equal(sizes[0], 1);
-  assert_int_equal(decode_graph_sizes(7, sizes), 3);  // 1 2 4: a step of 5 to 7 runs op by op
-  assert_int_equal(sizes[2], 4);
-  const int want[] = {1, 2, 4, 8, 16};
-  assert_int_equal(decode_graph_sizes(23, sizes), 5);
-  assert_memory_equal(sizes, want, sizeof want);
-  assert_int_equal(decode_graph_sizes(512, sizes), 3 + 64);  // vLLM's default list
-  assert_int_equal(sizes[3], 8);
-  assert_int_equal(sizes[66], 512);
+  assert_int_equal(decode_graph_sizes(7, sizes), 7);  // every size to 16
+  assert_int_equal(sizes[6], 7);
+  assert_int_equal(decode_graph_sizes(23, sizes), 16);  // 24 is past 23
+  assert_int_equal(sizes[15], 16);
+  const int want[] = {15, 16, 24, 32};
+  assert_int_equal(decode_graph_sizes(39, sizes), 16 + 2);
+  assert_memory_equal(sizes + 14, want, sizeof want);
+  assert_int_equal(decode_graph_sizes(512, sizes), 16 + 62);  // the default at 256 sequences
+  assert_int_equal(sizes[16], 24);
+  assert_int_equal(sizes[77], 512);
 }
 
 // A decode step of three sequences (table rows of WIDTH blocks), window arrays when hybrid.

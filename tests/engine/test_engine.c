@@ -20,6 +20,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/engine.h"
 #include "core/generate.h"
+#include "replay_graphs.h"
 
 #define NUM_REQUESTS 24
 #define MAX_TOKENS 12
@@ -121,25 +122,32 @@ static void run_requests(Engine *e, const SamplingParams *sampling, TokenIds *ou
   }
 }
 
-// Serves every request at once on runner; each output equals one-at-a-time generation on it.
-// Returns the engine's final stats.
-static EngineStats serve_all_kv(Runner *runner, bool async, int num_kv_blocks, bool caching,
-                                bool hybrid) {
-  EngineConfig cfg = {.max_num_batched_tokens = 64,
-                      .max_num_seqs = 8,
-                      .max_model_len = 256,
-                      .block_size = 16,
-                      .num_kv_blocks = num_kv_blocks,
-                      .async_scheduling = async,
-                      .enable_prefix_caching = caching,
-                      .disable_hybrid_kv_cache = !hybrid};
+// Serves every request at once on runner under cfg; each output equals one-at-a-time generation
+// on it. With graphs, decode steps that fit run by the runner's graphs (dist/runner.h; the
+// runner has graph ops: replay_graphs.h), prepared before the engine and recorded after it.
+// Returns the engine's final stats; steps (NULL: not asked) gets the runner's step counts of the
+// engine's run (runner_step_counts: steps, of them by a graph).
+static EngineStats serve_all_config(Runner *runner, const EngineConfig *cfg, bool graphs,
+                                    long long steps[2]) {
+  long long before[2];
+  runner_step_counts(runner, &before[0], &before[1]);
   Engine *e;
   char err[256];
-  assert_true(engine_create(&e, &cfg, runner, err, sizeof err));
+  const int max_blocks = (cfg->max_model_len + cfg->block_size - 1) / cfg->block_size;
+  if (graphs)
+    assert_true(runner_prepare_graphs(runner, 2 * cfg->max_num_seqs, max_blocks,
+                                      engine_hybrid_kv(cfg, runner_config(runner)), err,
+                                      sizeof err));
+  assert_true(engine_create(&e, cfg, runner, err, sizeof err));
+  if (graphs) assert_true(runner_capture_graphs(runner, err, sizeof err));
   SamplingParams greedy[NUM_REQUESTS];
   for (int i = 0; i < NUM_REQUESTS; i++) greedy[i] = (SamplingParams){.temperature = 0, .top_p = 1};
   TokenIds outputs[NUM_REQUESTS] = {0};
   run_requests(e, greedy, outputs);
+  if (steps) {
+    runner_step_counts(runner, &steps[0], &steps[1]);
+    steps[0] -= before[0], steps[1] -= before[1];
+  }
   EngineStats stats;
   engine_stats(e, &stats);
   assert_int_equal(stats.num_running, 0);
@@ -155,6 +163,19 @@ static EngineStats serve_all_kv(Runner *runner, bool async, int num_kv_blocks, b
     token_ids_free(&outputs[i]);
   }
   return stats;
+}
+
+static EngineStats serve_all_kv(Runner *runner, bool async, int num_kv_blocks, bool caching,
+                                bool hybrid) {
+  const EngineConfig cfg = {.max_num_batched_tokens = 64,
+                            .max_num_seqs = 8,
+                            .max_model_len = 256,
+                            .block_size = 16,
+                            .num_kv_blocks = num_kv_blocks,
+                            .async_scheduling = async,
+                            .enable_prefix_caching = caching,
+                            .disable_hybrid_kv_cache = !hybrid};
+  return serve_all_config(runner, &cfg, false, NULL);
 }
 
 // The engine's default KV cache: hybrid (fixture a has sliding and full layers).
@@ -288,6 +309,34 @@ static void test_plain_and_hybrid_kv_cache(void **state) {
       assert_true(plain.num_preemptions > 0);
       assert_true(hybrid.num_preemptions < plain.num_preemptions);
     }
+}
+
+// Decode steps run by the runner's CUDA-graph path (on the CPU through replay_graphs.h, which
+// stands in for the recording): the same outputs, sync and async, hybrid and plain cache, with
+// up to 20 sequences a step (graphs of 1 .. 16 and 24: steps of 17-20 are padded); the engine's
+// own decode steps fit (most steps ran by a graph).
+static void test_decode_graphs_keep_outputs(void **state) {
+  (void)state;
+  for (int mode = 0; mode < 4; mode++) {
+    Runner *runner = runner_of(1, 1);
+    assert_non_null(runner);
+    replay_graphs_install(runner);
+    const EngineConfig cfg = {.max_num_batched_tokens = 64,
+                              .max_num_seqs = 20,
+                              .max_model_len = 256,
+                              .block_size = 16,
+                              .num_kv_blocks = 256,
+                              .async_scheduling = mode & 1,
+                              .disable_hybrid_kv_cache = mode >> 1};
+    long long steps[2];
+    serve_all_config(runner, &cfg, true, steps);
+    print_message("# %s, %s cache: %lld of %lld steps by a graph\n", mode & 1 ? "async" : "sync",
+                  mode >> 1 ? "plain" : "hybrid", steps[1], steps[0]);
+    assert_int_equal(g_replay.num_launches, steps[1]);
+    // every step once no prompt is left (each sequence then adds one token a step)
+    assert_true(steps[1] >= MAX_TOKENS - 2);
+    runner_free(runner);
+  }
 }
 
 static void test_abort_and_refusals(void **state) {
@@ -466,6 +515,7 @@ int main(void) {
       cmocka_unit_test(test_parallel_outputs_equal_one_at_a_time),
       cmocka_unit_test(test_prefix_caching_keeps_outputs),
       cmocka_unit_test(test_plain_and_hybrid_kv_cache),
+      cmocka_unit_test(test_decode_graphs_keep_outputs),
       cmocka_unit_test(test_abort_and_refusals),
       cmocka_unit_test(test_sampling_fields),
   };
