@@ -1413,9 +1413,10 @@ static void test_dummy_weights_on_device(void **state) {
 // A decode step recorded into a CUDA graph (backend.h: upload_graph_batch, graph_begin,
 // graph_end, graph_launch) replays as its ops run one by one: gpt-oss-tiny (dummy weights made on
 // the device: bf16 dense, MXFP4 experts) over a hybrid bf16 cache, two decode steps of three
-// sequences padded to 8 (dist/decode_batch.h; tables of 4 blocks a row, uploaded into rows of 8),
-// op by op over one cache and by the graph over another: the logits and the caches agree. Then a
-// product that grows the backend's scratch, after which the graph refuses to launch.
+// sequences and one of two, padded to 8 (dist/decode_batch.h; tables of 4 blocks a row, uploaded
+// into rows of 8), op by op over one cache and by the graph over another: the logits and the
+// caches agree. Then a product that grows the backend's scratch, after which the graph refuses
+// to launch.
 
 // A bf16 cache array as floats (free it).
 static float *kv_floats(Backend *gpu, const void *array, size_t n) {
@@ -1460,19 +1461,23 @@ static void test_decode_graph(void **state) {
   model_forward_uploaded(&m, b, &graph_kv, logits);
   void *graph = gpu->graph_end(gpu, err, sizeof err);
   if (!graph) fail_msg("graph_end: %s", err);
-  for (int step = 0; step < 2; step++) {
+  for (int step = 0; step < 3; step++) {  // the third: sequences 0 and 1 only (6 padding rows)
     int first[SEQS];
     for (int s = 0; s < SEQS; s++) first[s] = LENS[s] + step;
-    const Batch *padded = decode_batch_pad(&d, call_build(&call, first, one), 8);
+    Batch b = *call_build(&call, first, one);
+    if (step == 2) b.num_seqs = b.num_tokens = b.num_logits = 2;
+    const Batch *padded = decode_batch_pad(&d, &b, 8);
+    const size_t rows = (size_t)b.num_seqs * vocab;
     model_forward(&m, padded, &eager_kv, logits);
-    float *want = (float *)host_copy(gpu, logits, SEQS * vocab * sizeof(float));
-    gpu->zero(gpu, logits, SEQS * vocab * sizeof(float));  // the graph must write them again
+    float *want = (float *)host_copy(gpu, logits, rows * sizeof(float));
+    gpu->zero(gpu, logits, rows * sizeof(float));  // the graph must write them again
     gpu->upload_graph_batch(gpu, padded, 8, 2 * WIDTH);
     assert_true(gpu->graph_launch(gpu, graph));
-    float *got = (float *)host_copy(gpu, logits, SEQS * vocab * sizeof(float));
+    float *got = (float *)host_copy(gpu, logits, rows * sizeof(float));
     char what[80];
-    snprintf(what, sizeof what, "decode step %d by its graph: logits", step);
-    expect_close(what, got, want, SEQS * vocab, 1e-5, 1e-4, NULL, 1, 0);
+    snprintf(what, sizeof what, "decode step %d (%d sequences) by its graph: logits", step,
+             b.num_seqs);
+    expect_close(what, got, want, rows, 1e-5, 1e-4, NULL, 1, 0);
     free(want), free(got);
   }
   const size_t n = (size_t)eager_kv.num_blocks * BLOCK * eager_kv.num_kv_heads * eager_kv.head_dim;
