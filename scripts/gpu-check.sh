@@ -25,9 +25,10 @@
 #                greedy 64/48 ones again with --enforce-eager: the same texts as with the
 #                decode steps' CUDA graphs (the default), and the server's shutdown line says
 #                graphs ran steps (graphs: one sequence a step, so only the graph of size 1);
-#                and both again at --max-num-seqs 24, all 32 sent at once (steps of 17-23
-#                sequences padded to 24): at least 3 in 4 the same, as padding changes a
-#                product's row count, else WARN, which gates nothing (graphs-batched)
+#                and both again at --max-num-seqs 24, all 32 sent at once (graphs of 1, 2, 4,
+#                8, 16 and 24: steps of 3, 5-7, 9-15 and 17-23 sequences padded): at least 3 in
+#                4 the same, as padding changes a product's row count, else WARN, which gates
+#                nothing (graphs-batched)
 #   5 kernels    bench_cuda_kernels: MoE and attention GB/s and TFLOP/s against
 #                the measured copy bandwidth and cuBLAS bf16 rate; then, where the stage has a
 #                baseline (gpu-stage.sh's GPU_STAGE_BASELINE), its bench_cuda_kernels
@@ -348,7 +349,7 @@ if wants sampling && may_start sampling 95 gpu; then
   compare_texts graphs device eager 1 1 "greedy texts with CUDA graphs = --enforce-eager ($(
     grep -m1 'CUDA graphs ran' "$out/sampling-serve-device.log" | sed 's/^.*CUDA graphs //'))"
   compare_texts graphs-batched graphs-24 eager-24 3 4 \
-    "greedy texts at up to 24 a step (17-23 padded to 24), graphs vs --enforce-eager ($(
+    "greedy texts at up to 24 a step (most padded), graphs vs --enforce-eager ($(
     grep -m1 'CUDA graphs ran' "$out/sampling-serve-graphs-24.log" | sed 's/^.*CUDA graphs //'))" WARN
 fi
 

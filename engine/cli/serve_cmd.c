@@ -64,7 +64,7 @@ static const char USAGE[] =
     "  --disable-hybrid-kv-cache-manager (the sliding-window layers keep every position's KV,\n"
     "     not only their window's)\n"
     "  --enforce-eager (CUDA: no graphs)  --cuda-graph-sizes N (CUDA, one GPU: decode steps run\n"
-    "     as recorded graphs of sizes 1 .. 16, 24, 32 .. N, to the first size that holds\n"
+    "     as recorded graphs of sizes 1 2 4 8 16 24 .. N, to the first size that holds\n"
     "     --max-num-seqs; N: min(2 x max-num-seqs, 512))\n"
     "  --block-size N (16)  --kv-cache-dtype auto|float32|bfloat16 (auto: bfloat16 on CUDA\n"
     "     unless the weights are f32)  --load-format auto|safetensors|dummy  --seed N (0)\n"

@@ -41,9 +41,13 @@ bool decode_batch_fits(const DecodeBatch *d, const Batch *b) {
   return true;
 }
 
-// Rows [n, size) of one table of width w: padding reads block 0 only.
-static void pad_table(int32_t *table, int n, int size, int w) {
-  memset(table + (size_t)n * w, 0, (size_t)(size - n) * (size_t)w * sizeof *table);
+// Rows [n, size) of one table of width w: copies of row m, or with m < 0 block 0 only.
+static void pad_table(int32_t *table, int n, int size, int w, int m) {
+  for (int s = n; s < size; s++)
+    if (m < 0)
+      memset(table + (size_t)s * w, 0, (size_t)w * sizeof *table);
+    else
+      memcpy(table + (size_t)s * w, table + (size_t)m * w, (size_t)w * sizeof *table);
 }
 
 const Batch *decode_batch_pad(DecodeBatch *d, const Batch *b, int size) {
@@ -64,15 +68,18 @@ const Batch *decode_batch_pad(DecodeBatch *d, const Batch *b, int size) {
              (size_t)n * (size_t)w * sizeof *d->window_block_tables);
     }
   }
+  int m = n > 0 ? 0 : -1;  // the step's sequence of the shortest context, which padding repeats
+  for (int s = 1; s < n; s++)
+    if (b->positions[s] < b->positions[m]) m = s;
   for (int s = n; s < size; s++) {
-    d->token_ids[s] = 0;
-    d->positions[s] = 0;
-    d->seq_lens[s] = 1;
+    d->token_ids[s] = m >= 0 ? d->token_ids[m] : 0;
+    d->positions[s] = m >= 0 ? d->positions[m] : 0;
+    d->seq_lens[s] = m >= 0 ? d->seq_lens[m] : 1;
     d->slot_mapping[s] = -1;  // kv_write skips it
     if (d->hybrid) d->window_slot_mapping[s] = -1;
   }
-  pad_table(d->block_tables, n, size, w);
-  if (d->hybrid) pad_table(d->window_block_tables, n, size, w);
+  pad_table(d->block_tables, n, size, w, m);
+  if (d->hybrid) pad_table(d->window_block_tables, n, size, w, m);
   for (int s = 0; s <= size; s++) d->query_start[s] = s;
   for (int s = 0; s < size; s++) d->logits_indices[s] = s;
   d->batch = (Batch){.num_seqs = size,
@@ -93,7 +100,7 @@ const Batch *decode_batch_pad(DecodeBatch *d, const Batch *b, int size) {
 
 int decode_graph_sizes(int max_size, int *sizes) {
   int n = 0;
-  for (int s = 1; s <= max_size && s <= 16; s++) sizes[n++] = s;
-  for (int s = 24; s <= max_size; s += 8) sizes[n++] = s;
+  for (int s = 1; s <= max_size && s < 8; s *= 2) sizes[n++] = s;
+  for (int s = 8; s <= max_size; s += 8) sizes[n++] = s;
   return n;
 }

@@ -1,8 +1,12 @@
 // decode_batch.h: a decode step's batch (one new token a sequence) padded up to the size of a
 // recorded graph (dist/runner_graphs.c's CUDA graphs; vLLM pads its cudagraph batches alike): the
-// step's sequences first, then padding sequences of one token at position 0 that write no KV (slot
-// -1), read the one key in slot 0 of block 0 and get a logits row nobody reads. Also the sizes
-// graphs are recorded for. Host memory only: the backend uploads the result (upload_graph_batch).
+// step's sequences first, then padding rows that repeat the step's sequence of the shortest
+// context (its token, position and table rows) but write no KV (slot -1), and get logits rows
+// nobody reads. Repeating a real row, a padding row routes to the experts that row already
+// reads (a row of its own, at position 0, could add 4 experts a layer to a small step's ~20)
+// and reads the fewest keys. A batch of padding only (what graphs are recorded over) has rows
+// of one token at position 0 that read slot 0 of block 0. Also the sizes graphs are recorded
+// for. Host memory only: the backend uploads the result (upload_graph_batch).
 #ifndef GE_DIST_DECODE_BATCH_H
 #define GE_DIST_DECODE_BATCH_H
 
@@ -34,11 +38,8 @@ bool decode_batch_fits(const DecodeBatch *d, const Batch *b);
 // Batch of size sequences that lives in d until the next call. size <= max_seqs.
 const Batch *decode_batch_pad(DecodeBatch *d, const Batch *b, int size);
 
-// The batch sizes graphs are recorded for, ascending, into sizes (room for max_size): every size
-// to 16, then every multiple of 8, up to max_size. Returns how many. (vLLM's pattern is 1, 2, 4,
-// then multiples of 8; but the padding rows of a step, all alike, route to up to 4 experts a
-// layer the step's own tokens may not touch, which at 5-15 sequences (about 20-40 experts a
-// layer on 120b) is up to a fifth more expert weights read: below 16 no step is padded.)
+// The batch sizes graphs are recorded for, ascending, into sizes (room for max_size): 1, 2, 4,
+// then every multiple of 8, up to max_size (vLLM's --cuda-graph-sizes pattern). Returns how many.
 int decode_graph_sizes(int max_size, int *sizes);
 
 #endif

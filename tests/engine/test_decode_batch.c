@@ -25,16 +25,14 @@ static void test_graph_sizes(void **state) {
   int sizes[600];
   assert_int_equal(decode_graph_sizes(1, sizes), 1);
   assert_int_equal(sizes[0], 1);
-  assert_int_equal(decode_graph_sizes(7, sizes), 7);  // every size to 16
-  assert_int_equal(sizes[6], 7);
-  assert_int_equal(decode_graph_sizes(23, sizes), 16);  // 24 is past 23
-  assert_int_equal(sizes[15], 16);
-  const int want[] = {15, 16, 24, 32};
-  assert_int_equal(decode_graph_sizes(39, sizes), 16 + 2);
-  assert_memory_equal(sizes + 14, want, sizeof want);
-  assert_int_equal(decode_graph_sizes(512, sizes), 16 + 62);  // the default at 256 sequences
-  assert_int_equal(sizes[16], 24);
-  assert_int_equal(sizes[77], 512);
+  assert_int_equal(decode_graph_sizes(7, sizes), 3);  // 1 2 4: a step of 5 to 7 runs op by op
+  assert_int_equal(sizes[2], 4);
+  const int want[] = {1, 2, 4, 8, 16};
+  assert_int_equal(decode_graph_sizes(23, sizes), 5);
+  assert_memory_equal(sizes, want, sizeof want);
+  assert_int_equal(decode_graph_sizes(512, sizes), 3 + 64);  // vLLM's default list
+  assert_int_equal(sizes[3], 8);
+  assert_int_equal(sizes[66], 512);
 }
 
 // A decode step of three sequences (table rows of WIDTH blocks), window arrays when hybrid.
@@ -50,14 +48,15 @@ static void step_init(Step *s, bool hybrid) {
   memset(s, 0, sizeof *s);
   for (int i = 0; i < SEQS; i++) {
     s->ids[i] = (uint32_t)(100 + i);
-    s->positions[i] = 10 * i;
+    s->positions[i] = 30 - 10 * i;  // sequence 2 has the shortest context
     s->query_start[i] = i;
-    s->seq_lens[i] = 10 * i + 1;
+    s->seq_lens[i] = 31 - 10 * i;
     s->logits_indices[i] = i;
     s->slots[i] = 7 + i;
     s->window_slots[i] = 70 + i;
     for (int j = 0; j < WIDTH; j++)
-      s->tables[i * WIDTH + j] = 1 + i * WIDTH + j, s->window_tables[i * WIDTH + j] = 50 + j;
+      s->tables[i * WIDTH + j] = 1 + i * WIDTH + j,
+                            s->window_tables[i * WIDTH + j] = 50 + i * WIDTH + j;
   }
   s->query_start[SEQS] = SEQS;
   s->batch = (Batch){.num_seqs = SEQS,
@@ -120,16 +119,17 @@ static void test_padded_arrays(void **state) {
   assert_int_equal(p->max_blocks_per_seq, WIDTH);  // the step's rows, packed
   for (int i = 0; i < 5; i++) {
     const bool real = i < SEQS;
-    assert_int_equal(p->token_ids[i], real ? 100 + i : 0);
-    assert_int_equal(p->positions[i], real ? 10 * i : 0);
-    assert_int_equal(p->seq_lens[i], real ? 10 * i + 1 : 1);
-    assert_int_equal(p->slot_mapping[i], real ? 7 + i : -1);
+    const int like = real ? i : 2;  // padding repeats sequence 2, the shortest context
+    assert_int_equal(p->token_ids[i], 100 + like);
+    assert_int_equal(p->positions[i], 30 - 10 * like);
+    assert_int_equal(p->seq_lens[i], 31 - 10 * like);
+    assert_int_equal(p->slot_mapping[i], real ? 7 + i : -1);  // but writes no KV
     assert_int_equal(p->window_slot_mapping[i], real ? 70 + i : -1);
     assert_int_equal(p->query_start[i], i);
     assert_int_equal(p->logits_indices[i], i);
     for (int j = 0; j < WIDTH; j++) {
-      assert_int_equal(p->block_tables[i * WIDTH + j], real ? 1 + i * WIDTH + j : 0);
-      assert_int_equal(p->window_block_tables[i * WIDTH + j], real ? 50 + j : 0);
+      assert_int_equal(p->block_tables[i * WIDTH + j], 1 + like * WIDTH + j);
+      assert_int_equal(p->window_block_tables[i * WIDTH + j], 50 + like * WIDTH + j);
     }
   }
   assert_int_equal(p->query_start[5], 5);

@@ -313,8 +313,8 @@ static void test_plain_and_hybrid_kv_cache(void **state) {
 
 // Decode steps run by the runner's CUDA-graph path (on the CPU through replay_graphs.h, which
 // stands in for the recording): the same outputs, sync and async, hybrid and plain cache, with
-// up to 20 sequences a step (graphs of 1 .. 16 and 24: steps of 17-20 are padded); the engine's
-// own decode steps fit (most steps ran by a graph).
+// up to 20 sequences a step (graphs of 1, 2, 4, 8, 16 and 24: most steps are padded); the
+// engine's own decode steps fit (every step once the prompts are in ran by a graph).
 static void test_decode_graphs_keep_outputs(void **state) {
   (void)state;
   for (int mode = 0; mode < 4; mode++) {
