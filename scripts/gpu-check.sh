@@ -54,7 +54,9 @@
 #                profile: GPTOSS_CUDA_PROFILE=1, the device time per op in serve-profile.log;
 #                baseline: the defaults with the staged baseline's engine), each
 #                measured by `gptoss-bench bench` on each of GPU_CHECK_WORKLOADS: random
-#                2000/100 (random) and datasets/sharegpt-synth.json (sharegpt), 200 prompts each
+#                2000/100 (random) and datasets/sharegpt-synth.json (sharegpt), 200 prompts each;
+#                and, where the decode graphs were on, how many steps ran by one (graphs-<mode>,
+#                "info": the server's shutdown line)
 # Stays within GPU_CHECK_BUDGET_S seconds (default 470; run.sh: 420): a step that would start
 # past it is recorded as "skipped (time)", one cut off by it as "partial (time)" with what it
 # had. Exits 0 when every step that ran passed.
@@ -467,6 +469,8 @@ for mode in $serve_modes; do
       bench_run "sharegpt-synth-$mode" --dataset-name sharegpt \
         --dataset-path datasets/sharegpt-synth.json "${sampling[@]}"
     serve_stop
+    graphs_ran=$(grep -m1 'CUDA graphs ran' "$out/serve-$mode.log" | sed 's/^.*CUDA graphs //')
+    [ -n "$graphs_ran" ] && record "graphs-$mode" info "$graphs_ran (serve-$mode.log)"
     if [ "$profile" = 1 ]; then
       if grep -q 'profile (GPTOSS_CUDA_PROFILE=1)' "$out/serve-$mode.log"; then
         record profile PASS "$(profile_top "$out/serve-$mode.log") (serve-$mode.log)"
