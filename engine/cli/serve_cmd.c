@@ -503,8 +503,8 @@ int serve_cmd_main(int argc, char **argv) {
   if (graphs) {
     long long steps, graph_steps;
     runner_step_counts(runner, &steps, &graph_steps);
-    printf("gptoss-engine serve: CUDA graphs ran %lld of %lld steps (%d recorded)\n", graph_steps,
-           steps, runner_num_graphs(runner));
+    printf("gptoss-engine serve: CUDA graphs ran %lld of %lld steps (%d graphs held at the end)\n",
+           graph_steps, steps, runner_num_graphs(runner));
     fflush(stdout);
   }
   engine_destroy(engine);
