@@ -272,8 +272,8 @@ static void test_forced_output(TokenIds *ids) {
 }
 
 // --kv-cache-memory: bytes with an optional K/KiB/M/MiB/G/GiB suffix, or a fraction (0, 1] of
-// the device's memory free now (after the weights are loaded).
-// --kv-cache-memory's bytes (per device on CUDA: every rank's GPU gets them).
+// the memory free now (after the weights are loaded): per device on CUDA, where every rank's GPU
+// gets them (runner_free_bytes).
 static size_t kv_cache_bytes(const char *spec, const Runner *runner) {
   static const struct {
     const char *suffix;

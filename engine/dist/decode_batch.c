@@ -51,9 +51,10 @@ static void pad_table(int32_t *table, int n, int size, int w, int m) {
 }
 
 const Batch *decode_batch_pad(DecodeBatch *d, const Batch *b, int size) {
-  const int n = b->num_seqs;
-  CHECK(n == 0 || decode_batch_fits(d, b));
-  CHECK(n <= size && size <= d->max_seqs);
+  const int n = b->num_seqs;  // the caller has checked decode_batch_fits: only its O(1) parts here
+  CHECK(n <= size && size <= d->max_seqs && b->num_tokens == n && b->num_logits == n);
+  CHECK(n == 0 ||
+        (b->max_blocks_per_seq <= d->max_blocks && (b->window_block_tables != NULL) == d->hybrid));
   const int w = n > 0 ? b->max_blocks_per_seq : 1;
   if (n > 0) {
     memcpy(d->token_ids, b->token_ids, (size_t)n * sizeof *d->token_ids);

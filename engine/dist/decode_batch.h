@@ -34,8 +34,9 @@ void decode_batch_free(DecodeBatch *d);
 // at most max_blocks blocks, with window arrays exactly when d is hybrid.
 bool decode_batch_fits(const DecodeBatch *d, const Batch *b);
 
-// b's sequences (b fits d, or has no sequence), then size - b->num_seqs padding ones, as a
-// Batch of size sequences that lives in d until the next call. size <= max_seqs.
+// b's sequences (b fits d, which the caller has checked, or has no sequence), then
+// size - b->num_seqs padding ones, as a Batch of size sequences that lives in d until the next
+// call. size <= max_seqs.
 const Batch *decode_batch_pad(DecodeBatch *d, const Batch *b, int size);
 
 // The batch sizes graphs are recorded for, ascending, into sizes (room for max_size): 1, 2, 4,

@@ -17,6 +17,7 @@
 #include "dist/decode_batch.h"
 #include "model/forward.h"
 #include "decode_calls.h"
+#include "relative_error.h"
 
 #define FIXTURE "tests/fixtures/gptoss-tiny/a"
 
@@ -173,16 +174,6 @@ static void tiny_free(Tiny *t) {
   model_free(&t->model);
   t->backend->destroy(t->backend);
   weights_free(&t->weights);
-}
-
-// ||a - b|| / ||b|| over n values.
-static double relative_error(const float *a, const float *b, size_t n) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < n; i++) {
-    diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-    norm += (double)b[i] * b[i];
-  }
-  return sqrt(diff / norm);
 }
 
 static void test_padded_decode_equals_unpadded(void **state) {

@@ -23,18 +23,9 @@
 #include "backend/cpu/cpu_backend.h"
 #include "common/npy.h"
 #include "core/generate.h"
+#include "relative_error.h"
 
 #define FIXTURES "tests/fixtures/gptoss-tiny/"
-
-// ||a - b|| / ||b|| over n values.
-static double relative_error(const float *a, const float *b, size_t n) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < n; i++) {
-    diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-    norm += (double)b[i] * b[i];
-  }
-  return sqrt(diff / norm);
-}
 
 // The fixture's prompt logits with weights kept as format, on the default or portable backend.
 // prompt: filled from golden.json; returns [prompt->len, vocab]

@@ -17,6 +17,7 @@
 #include "common/npy.h"
 #include "core/generate.h"
 #include "model/forward.h"
+#include "relative_error.h"
 
 #define FIXTURES "tests/fixtures/gptoss-tiny/"
 #define BLOCK 16
@@ -71,16 +72,6 @@ static void golden_free(Golden *g) {
   token_ids_free(&g->greedy);
   free(g->golden_logits);
   free(g);
-}
-
-// ||a - b|| / ||b|| (Frobenius) over n values.
-static double relative_error(const float *a, const float *b, size_t n) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < n; i++) {
-    diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-    norm += (double)b[i] * b[i];
-  }
-  return sqrt(diff / norm);
 }
 
 static void check_fixture(const char *name) {

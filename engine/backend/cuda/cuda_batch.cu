@@ -5,9 +5,10 @@
 // the others for the tensor-core kernel. The buffers are sized for the most tiles the batch's
 // token and sequence counts allow, so the warm-up step (dist/warm_up.h) reaches their peak. The
 // returned Batch lives in the backend state and points into device memory until the next call.
-// upload_graph_batch does the same for a decode batch into a second buffer whose layout is fixed
-// by the most sequences and blocks a graph batch can have, so recorded ops (cuda_graph.cu) find
-// every later batch where they found the first. Computes no op.
+// upload_graph_batch does the same for a decode batch into a second buffer whose layout (the
+// same pieces, cuda_batch_put) is fixed by the most sequences and blocks a graph batch can have,
+// so recorded ops (cuda_graph.cu) find every later batch where they found the first. Computes no
+// op.
 #include <string.h>
 
 #include "backend/cuda/cuda_internal.cuh"
@@ -61,182 +62,157 @@ static size_t cuda_batch_max_tiles(size_t T, size_t S) {
          2 * T / CUDA_ATTN_FLASH_TOKENS;
 }
 
-// The device tiles of the last upload, for the attention op.
-static void cuda_batch_set_tiles(CudaState *st, const int4 *tiles, int n4, int n_short,
-                                 int n_flash) {
+// The pieces of a batch in the staging and device buffers, in order: the one-dimensional arrays,
+// the attention tiles, then the two block tables.
+enum {
+  PIECE_TOKEN_IDS,
+  PIECE_POSITIONS,
+  PIECE_SLOTS,
+  PIECE_WINDOW_SLOTS,
+  PIECE_QUERY_START,
+  PIECE_SEQ_LENS,
+  PIECE_LOGITS_INDICES,
+  PIECE_TILES,
+  PIECE_TABLES,
+  PIECE_WINDOW_TABLES,
+  PIECES
+};
+
+// What a layout has room for: tokens, sequences, logits rows and tiles, the tables' row stride
+// (blocks), and whether the window arrays have a place.
+typedef struct {
+  size_t tokens, seqs, logits, tiles, stride;
+  bool window;
+} CudaBatchRoom;
+
+// The pieces' offsets for room, 16-byte aligned; at[PIECES] is the end.
+static void cuda_batch_layout(const CudaBatchRoom *r, size_t at[PIECES + 1]) {
+  const size_t T = r->tokens, S = r->seqs, win = r->window;
+  const size_t bytes[PIECES] = {T * sizeof(uint32_t),
+                                T * sizeof(int32_t),
+                                T * sizeof(int64_t),
+                                win * T * sizeof(int64_t),
+                                (S + 1) * sizeof(int32_t),
+                                S * sizeof(int32_t),
+                                r->logits * sizeof(int32_t),
+                                r->tiles * sizeof(int4),
+                                S * r->stride * sizeof(int32_t),
+                                win * S * r->stride * sizeof(int32_t)};
+  at[0] = 0;
+  for (int i = 0; i < PIECES; i++) at[i + 1] = at[i] + cuda_batch_piece(bytes[i]);
+}
+
+// Stages host's arrays in h at their pieces of room's layout `at` (the tables' rows packed,
+// max_blocks_per_seq apart), cuts the attention tiles there, and copies them to dev: all of it in
+// one copy when the layout is the batch's own (own_layout: its sizes, its stride), else the
+// arrays and tiles in one and each table by a copy that spaces its rows room->stride apart.
+// Returns the device view (st->batch, its tables' stride room->stride) and hands the tiles to
+// the attention op.
+static const Batch *cuda_batch_put(CudaState *st, const Batch *host, const CudaBatchRoom *room,
+                                   const size_t at[PIECES + 1], bool own_layout, char *h,
+                                   char *dev) {
+  const size_t T = (size_t)host->num_tokens, S = (size_t)host->num_seqs;
+  const size_t w = (size_t)host->max_blocks_per_seq, stride = room->stride;
+  CHECK(T <= room->tokens && S <= room->seqs && (size_t)host->num_logits <= room->logits);
+  CHECK(w <= stride &&
+        (room->window || (!host->window_slot_mapping && !host->window_block_tables)));
+  Batch *d = &st->batch;
+  *d = *host;
+  const struct {
+    const void *src;
+    size_t bytes;
+    const void **dst;
+  } arrays[PIECES] = {
+      {host->token_ids, T * sizeof(uint32_t), (const void **)&d->token_ids},
+      {host->positions, T * sizeof(int32_t), (const void **)&d->positions},
+      {host->slot_mapping, T * sizeof(int64_t), (const void **)&d->slot_mapping},
+      {host->window_slot_mapping, T * sizeof(int64_t), (const void **)&d->window_slot_mapping},
+      {host->query_start, (S + 1) * sizeof(int32_t), (const void **)&d->query_start},
+      {host->seq_lens, S * sizeof(int32_t), (const void **)&d->seq_lens},
+      {host->logits_indices, (size_t)host->num_logits * sizeof(int32_t),
+       (const void **)&d->logits_indices},
+      {NULL, 0, NULL},  // the tiles, cut below
+      {host->block_tables, S * w * sizeof(int32_t), (const void **)&d->block_tables},
+      {host->window_block_tables, S * w * sizeof(int32_t), (const void **)&d->window_block_tables},
+  };
+  for (int i = 0; i < PIECES; i++) {
+    if (!arrays[i].dst) continue;
+    if (arrays[i].src && arrays[i].bytes) memcpy(h + at[i], arrays[i].src, arrays[i].bytes);
+    *arrays[i].dst = arrays[i].src ? dev + at[i] : NULL;
+  }
+  d->max_blocks_per_seq = (int)stride;
+  int n4 = 0, n_short = 0, n_flash = 0;  // none without query starts
+  const int4 *tiles = NULL;
+  if (host->query_start) {
+    cuda_batch_tiles(host, NULL, NULL, &n4, &n_short, &n_flash);
+    CHECK((size_t)(n4 + n_flash) * sizeof(int4) <= at[PIECE_TILES + 1] - at[PIECE_TILES]);
+    int4 *staged = (int4 *)(h + at[PIECE_TILES]);
+    cuda_batch_tiles(host, staged, staged + n4, &n4, &n_short, &n_flash);
+    tiles = (const int4 *)(dev + at[PIECE_TILES]);
+  }
+  if (own_layout) {
+    if (at[PIECES])
+      CUDA_CHECK(cudaMemcpyAsync(dev, h, at[PIECES], cudaMemcpyHostToDevice, st->stream));
+  } else {
+    CUDA_CHECK(cudaMemcpyAsync(dev, h, at[PIECE_TABLES], cudaMemcpyHostToDevice, st->stream));
+    for (int i = PIECE_TABLES; i < PIECES; i++)
+      if (arrays[i].src && S > 0 && w > 0)
+        CUDA_CHECK(cudaMemcpy2DAsync(dev + at[i], stride * sizeof(int32_t), h + at[i],
+                                     w * sizeof(int32_t), w * sizeof(int32_t), S,
+                                     cudaMemcpyHostToDevice, st->stream));
+  }
+  CUDA_CHECK(cudaEventRecord(st->batch_copied, st->stream));
   st->attn_tiles = tiles;
   st->num_attn_tiles = n4;
   st->num_attn_short_tiles = n_short;
   st->attn_flash_tiles = tiles ? tiles + n4 : NULL;
   st->num_attn_flash_tiles = n_flash;
+  return d;
 }
-
-// One array of the batch: its host source, its bytes, and where its device copy's pointer goes.
-typedef struct {
-  const void *src;
-  size_t bytes;
-  const void **dst;
-} CudaBatchArray;
 
 const Batch *cuda_upload_batch(Backend *be, const Batch *host) {
   CudaState *st = cuda_enter(be);
   CudaProfileScope profile(st, CUDA_PROF_UPLOAD);
   CHECK(host->num_seqs >= 0 && host->num_tokens >= 0 && host->num_logits >= 0);
   const size_t T = (size_t)host->num_tokens, S = (size_t)host->num_seqs;
-  int n4 = 0, n_short = 0, n_flash = 0;  // none without query starts
-  if (host->query_start) cuda_batch_tiles(host, NULL, NULL, &n4, &n_short, &n_flash);
-  const size_t max_tiles = host->query_start ? cuda_batch_max_tiles(T, S) : 0;
-  CHECK((size_t)(n4 + n_flash) <= max_tiles);
-  Batch *d = &st->batch;
-  *d = *host;
-  const void *tiles_ptr = NULL;
-  CudaBatchArray arrays[] = {
-      {host->token_ids, T * sizeof(uint32_t), (const void **)&d->token_ids},
-      {host->positions, T * sizeof(int32_t), (const void **)&d->positions},
-      {host->slot_mapping, T * sizeof(int64_t), (const void **)&d->slot_mapping},
-      {host->query_start, (S + 1) * sizeof(int32_t), (const void **)&d->query_start},
-      {host->seq_lens, S * sizeof(int32_t), (const void **)&d->seq_lens},
-      {host->block_tables, S * (size_t)host->max_blocks_per_seq * sizeof(int32_t),
-       (const void **)&d->block_tables},
-      {host->logits_indices, (size_t)host->num_logits * sizeof(int32_t),
-       (const void **)&d->logits_indices},
-      {host->window_slot_mapping, host->window_slot_mapping ? T * sizeof(int64_t) : 0,
-       (const void **)&d->window_slot_mapping},
-      {host->window_block_tables,
-       host->window_block_tables ? S * (size_t)host->max_blocks_per_seq * sizeof(int32_t) : 0,
-       (const void **)&d->window_block_tables},
-      {NULL, max_tiles * sizeof(int4), &tiles_ptr},  // cut in place below
-  };
-  const int num_arrays = (int)(sizeof arrays / sizeof arrays[0]);
-  size_t total = 0;
-  for (int i = 0; i < num_arrays; i++) total += cuda_batch_piece(arrays[i].bytes);
+  const CudaBatchRoom room = {T,
+                              S,
+                              (size_t)host->num_logits,
+                              host->query_start ? cuda_batch_max_tiles(T, S) : 0,
+                              (size_t)host->max_blocks_per_seq,
+                              host->window_slot_mapping || host->window_block_tables};
+  size_t at[PIECES + 1];
+  cuda_batch_layout(&room, at);
   // The staging buffer may still be the source of the previous call's copy.
   CUDA_CHECK(cudaEventSynchronize(st->batch_copied));
-  cuda_buffer_reserve(&st->batch_host, total + 16, true);
-  cuda_buffer_reserve(&st->batch_dev, total + 16, false);
-  char *h = (char *)st->batch_host.ptr, *dev = (char *)st->batch_dev.ptr;
-  size_t off = 0;
-  for (int i = 0; i < num_arrays; i++) {
-    CudaBatchArray *a = &arrays[i];
-    const bool is_tiles = i == num_arrays - 1;
-    if (!is_tiles && !a->src) {
-      *a->dst = NULL;
-      continue;
-    }
-    if (is_tiles && max_tiles > 0)
-      cuda_batch_tiles(host, (int4 *)(h + off), (int4 *)(h + off) + n4, &n4, &n_short, &n_flash);
-    else if (a->bytes)
-      memcpy(h + off, a->src, a->bytes);
-    *a->dst = dev + off;
-    off += cuda_batch_piece(a->bytes);
-  }
-  if (off) CUDA_CHECK(cudaMemcpyAsync(dev, h, off, cudaMemcpyHostToDevice, st->stream));
-  CUDA_CHECK(cudaEventRecord(st->batch_copied, st->stream));
-  cuda_batch_set_tiles(st, (const int4 *)tiles_ptr, n4, n_short, n_flash);
-  return d;
-}
-
-// A graph batch's device layout: its arrays at offsets that depend on max_seqs (S) and max_blocks
-// (W) only, the one-dimensional ones and the tiles first (copied as one span), then the two
-// tables [S, W]. The offsets of the pieces, in order; returns the span's and the whole's bytes.
-enum {
-  GRAPH_TOKEN_IDS,
-  GRAPH_POSITIONS,
-  GRAPH_SLOTS,
-  GRAPH_WINDOW_SLOTS,
-  GRAPH_QUERY_START,
-  GRAPH_SEQ_LENS,
-  GRAPH_LOGITS_INDICES,
-  GRAPH_TILES,
-  GRAPH_TABLES,
-  GRAPH_WINDOW_TABLES,
-  GRAPH_PIECES
-};
-static void cuda_graph_layout(size_t S, size_t W, size_t offsets[GRAPH_PIECES], size_t *span,
-                              size_t *total) {
-  const size_t bytes[GRAPH_PIECES] = {
-      S * sizeof(uint32_t),      S * sizeof(int32_t),
-      S * sizeof(int64_t),       S * sizeof(int64_t),
-      (S + 1) * sizeof(int32_t), S * sizeof(int32_t),
-      S * sizeof(int32_t),       cuda_batch_max_tiles(S, S) * sizeof(int4),
-      S * W * sizeof(int32_t),   S * W * sizeof(int32_t)};
-  size_t off = 0;
-  for (int i = 0; i < GRAPH_PIECES; i++) {
-    if (i == GRAPH_TABLES) *span = off;
-    offsets[i] = off;
-    off += cuda_batch_piece(bytes[i]);
-  }
-  *total = off;
+  cuda_buffer_reserve(&st->batch_host, at[PIECES] + 16, true);
+  cuda_buffer_reserve(&st->batch_dev, at[PIECES] + 16, false);
+  return cuda_batch_put(st, host, &room, at, true, (char *)st->batch_host.ptr,
+                        (char *)st->batch_dev.ptr);
 }
 
 const Batch *cuda_upload_graph_batch(Backend *be, const Batch *host, int max_seqs, int max_blocks) {
   CudaState *st = cuda_enter(be);
   CudaProfileScope profile(st, CUDA_PROF_UPLOAD);
   const int n = host->num_seqs;
-  const size_t w = (size_t)host->max_blocks_per_seq, W = (size_t)max_blocks;
   CHECK(n > 0 && n <= max_seqs && host->num_tokens == n && host->num_logits == n);
-  CHECK(w >= 1 && w <= W && host->query_start && host->block_tables);
-  const bool window = host->window_block_tables != NULL;
-  CHECK((host->window_slot_mapping != NULL) == window);
-  // One layout for the backend's life: a recorded op keeps the addresses it was given.
+  CHECK(host->max_blocks_per_seq >= 1 && host->query_start && host->block_tables);
+  CHECK((host->window_slot_mapping != NULL) == (host->window_block_tables != NULL));
+  // One layout for the backend's life, with room for the window arrays whether this batch has
+  // them or not: a recorded op keeps the addresses it was given.
   CHECK(st->graph_max_seqs == 0 ||
         (st->graph_max_seqs == max_seqs && st->graph_max_blocks == max_blocks));
-  size_t at[GRAPH_PIECES], span = 0, total = 0;
-  cuda_graph_layout((size_t)max_seqs, W, at, &span, &total);
+  const size_t S = (size_t)max_seqs;
+  const CudaBatchRoom room = {S, S, S, cuda_batch_max_tiles(S, S), (size_t)max_blocks, true};
+  size_t at[PIECES + 1];
+  cuda_batch_layout(&room, at);
   if (st->graph_max_seqs == 0) {
-    // The host side stages the span, then each table's rows packed ([n, w]).
-    cuda_buffer_reserve(&st->graph_batch_host, span + 2 * (size_t)max_seqs * W * sizeof(int32_t),
-                        true);
-    cuda_buffer_reserve(&st->graph_batch_dev, total, false);
+    cuda_buffer_reserve(&st->graph_batch_host, at[PIECES], true);
+    cuda_buffer_reserve(&st->graph_batch_dev, at[PIECES], false);
     st->graph_max_seqs = max_seqs, st->graph_max_blocks = max_blocks;
   }
   // The staging buffer may still be the source of the previous call's copy.
   CUDA_CHECK(cudaEventSynchronize(st->batch_copied));
-  char *h = (char *)st->graph_batch_host.ptr, *dev = (char *)st->graph_batch_dev.ptr;
-  const size_t N = (size_t)n;
-  const struct {
-    const void *src;
-    size_t bytes;
-    int piece;
-  } arrays[] = {
-      {host->token_ids, N * sizeof(uint32_t), GRAPH_TOKEN_IDS},
-      {host->positions, N * sizeof(int32_t), GRAPH_POSITIONS},
-      {host->slot_mapping, N * sizeof(int64_t), GRAPH_SLOTS},
-      {host->window_slot_mapping, N * sizeof(int64_t), GRAPH_WINDOW_SLOTS},
-      {host->query_start, (N + 1) * sizeof(int32_t), GRAPH_QUERY_START},
-      {host->seq_lens, N * sizeof(int32_t), GRAPH_SEQ_LENS},
-      {host->logits_indices, N * sizeof(int32_t), GRAPH_LOGITS_INDICES},
-  };
-  for (const auto &a : arrays)
-    if (a.src) memcpy(h + at[a.piece], a.src, a.bytes);
-  int n4 = 0, n_short = 0, n_flash = 0;
-  cuda_batch_tiles(host, NULL, NULL, &n4, &n_short, &n_flash);
-  CHECK((size_t)(n4 + n_flash) <= cuda_batch_max_tiles((size_t)max_seqs, (size_t)max_seqs));
-  int4 *tiles = (int4 *)(h + at[GRAPH_TILES]);
-  cuda_batch_tiles(host, tiles, tiles + n4, &n4, &n_short, &n_flash);
-  CUDA_CHECK(cudaMemcpyAsync(dev, h, span, cudaMemcpyHostToDevice, st->stream));
-  // Each table's n rows of w entries, packed on the host, into rows W apart on the device.
-  const int32_t *tables[2] = {host->block_tables, host->window_block_tables};
-  for (int i = 0; i < 1 + window; i++) {
-    int32_t *packed = (int32_t *)(h + span) + (size_t)i * (size_t)max_seqs * W;
-    memcpy(packed, tables[i], N * w * sizeof(int32_t));
-    CUDA_CHECK(cudaMemcpy2DAsync(dev + at[GRAPH_TABLES + i], W * sizeof(int32_t), packed,
-                                 w * sizeof(int32_t), w * sizeof(int32_t), N,
-                                 cudaMemcpyHostToDevice, st->stream));
-  }
-  CUDA_CHECK(cudaEventRecord(st->batch_copied, st->stream));
-  Batch *d = &st->batch;
-  *d = *host;
-  d->token_ids = (const uint32_t *)(dev + at[GRAPH_TOKEN_IDS]);
-  d->positions = (const int32_t *)(dev + at[GRAPH_POSITIONS]);
-  d->slot_mapping = (const int64_t *)(dev + at[GRAPH_SLOTS]);
-  d->query_start = (const int32_t *)(dev + at[GRAPH_QUERY_START]);
-  d->seq_lens = (const int32_t *)(dev + at[GRAPH_SEQ_LENS]);
-  d->logits_indices = (const int32_t *)(dev + at[GRAPH_LOGITS_INDICES]);
-  d->block_tables = (const int32_t *)(dev + at[GRAPH_TABLES]);
-  d->max_blocks_per_seq = max_blocks;
-  d->window_slot_mapping = window ? (const int64_t *)(dev + at[GRAPH_WINDOW_SLOTS]) : NULL;
-  d->window_block_tables = window ? (const int32_t *)(dev + at[GRAPH_WINDOW_TABLES]) : NULL;
-  cuda_batch_set_tiles(st, (const int4 *)(dev + at[GRAPH_TILES]), n4, n_short, n_flash);
-  return d;
+  return cuda_batch_put(st, host, &room, at, false, (char *)st->graph_batch_host.ptr,
+                        (char *)st->graph_batch_dev.ptr);
 }
