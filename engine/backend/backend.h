@@ -115,8 +115,8 @@ struct Backend {
   // the result.
   const Batch *(*upload_batch)(Backend *be, const Batch *host);
 
-  // Optional, all five or none (NULL: no graphs): recorded forward passes, replayed by one
-  // launch (CUDA graphs; dist/runner_graphs.c records one per decode batch size).
+  // Optional, all six or none (NULL: no graphs): recorded forward passes, replayed by one
+  // launch (CUDA graphs; dist/runner_graphs.c records one per decode batch size and rank).
   // upload_graph_batch is upload_batch for a batch of one new token a sequence (num_tokens ==
   // num_seqs == num_logits <= max_seqs, max_blocks_per_seq <= max_blocks), at device addresses
   // that depend only on max_seqs and max_blocks, which every call of a backend must pass alike:
@@ -127,14 +127,20 @@ struct Backend {
   // graph_end, which returns the recording ready to launch. Both false / NULL with a message
   // when the backend cannot record now. Every buffer a recorded op touches must be the same
   // when it is launched (nothing may be freed or grown in between: the ops' own scratch is
-  // checked by graph_launch, the caller's buffers are the caller's to keep).
+  // checked by graph_current, the caller's buffers are the caller's to keep).
   bool (*graph_begin)(Backend *be, char *err, size_t err_size);
   void *(*graph_end)(Backend *be, char *err, size_t err_size);
-  // Runs a recording's ops (in order after the ops before it, like any op); false, running
-  // nothing, when the backend's scratch has grown since it was recorded (the caller runs the
-  // ops itself, and should record again or drop its recordings).
-  bool (*graph_launch)(Backend *be, void *graph);
+  // Whether a recording may still launch: false once the backend's scratch has grown since it
+  // was recorded (the caller runs the ops itself, and should record again or drop its
+  // recordings). Only reads the backend's state: any thread may ask.
+  bool (*graph_current)(const Backend *be, const void *graph);
+  // Runs a current recording's ops, in order after the ops before it, like any op.
+  void (*graph_launch)(Backend *be, void *graph);
   void (*graph_free)(Backend *be, void *graph);
+
+  // Optional (NULL: none): the backend's queue of device work (CUDA: its cudaStream_t), for a
+  // communicator that runs its transfers in order with the ops (dist/comm_nccl.h).
+  void *(*device_queue)(Backend *be);
 
   // Optional (NULL: the host samples every row). The token of each row of logits
   // [num_rows, vocab] (backend memory) by rows[i] into host ids[i] (-1 for a row whose

@@ -1,7 +1,9 @@
-// comm_nccl.c: the NCCL communicator (comm_nccl.h). Each call first waits for the device's
-// queued work (the backend's ops run on its own stream, which NCCL does not see), then runs the
-// collective or transfer on the rank's NCCL stream and waits for it, so a call returns with its
-// result in place, as the shared-memory communicator does. Every CUDA and NCCL call is checked.
+// comm_nccl.c: the NCCL communicator (comm_nccl.h). Each call is enqueued on the rank's backend
+// stream, after the ops queued there and before the ones that follow, and returns without
+// waiting: a collective's result is in place for the next op, as the shared-memory
+// communicator's is for the CPU's, and the host waits only where it reads device memory. So a
+// tensor-parallel step has no host round trip per collective, and a CUDA graph of a step records
+// its collectives with its kernels. The barrier alone waits. Every CUDA and NCCL call is checked.
 #include "dist/comm_nccl.h"
 
 #include <cuda_runtime.h>
@@ -27,8 +29,8 @@
 typedef struct {
   ncclComm_t comm;
   int device;
-  cudaStream_t stream;
-  float *one;  // [1] device scratch for the barrier
+  cudaStream_t stream;  // the rank's backend's (comm_nccl_join)
+  float *one;           // [1] device scratch for the barrier
 } NcclRank;
 
 struct NcclGroup {
@@ -54,7 +56,6 @@ NcclGroup *nccl_group_create(int size, const int *devices, char *err, size_t err
     k->comm = comms[r];
     k->device = devices[r];
     CUDA_CALL(cudaSetDevice(k->device));
-    CUDA_CALL(cudaStreamCreateWithFlags(&k->stream, cudaStreamNonBlocking));
     CUDA_CALL(cudaMalloc((void **)&k->one, sizeof(float)));
   }
   free(comms);
@@ -67,63 +68,57 @@ void nccl_group_free(NcclGroup *g) {
     NcclRank *k = &g->ranks[r];
     CUDA_CALL(cudaSetDevice(k->device));
     CUDA_CALL(cudaFree(k->one));
-    CUDA_CALL(cudaStreamDestroy(k->stream));
     NCCL_CHECK(ncclCommDestroy(k->comm));
   }
   free(g->ranks);
   free(g);
 }
 
-// The rank's state, its device current and its queued work done.
+// The rank's state, its device current (NCCL enqueues on the calling thread's device).
 static NcclRank *enter(Comm *c) {
   NcclRank *k = &((NcclGroup *)c->state)->ranks[c->rank];
+  CHECK(k->stream != NULL);  // joined
   CUDA_CALL(cudaSetDevice(k->device));
-  CUDA_CALL(cudaDeviceSynchronize());
   return k;
 }
-
-static void finish(NcclRank *k) { CUDA_CALL(cudaStreamSynchronize(k->stream)); }
 
 static void nccl_all_reduce_sum(Comm *c, float *buf, size_t n) {
   NcclRank *k = enter(c);
   NCCL_CHECK(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, k->comm, k->stream));
-  finish(k);
 }
 
 static void nccl_all_gather(Comm *c, const float *send, size_t n, float *recv) {
   NcclRank *k = enter(c);
   NCCL_CHECK(ncclAllGather(send, recv, n, ncclFloat, k->comm, k->stream));
-  finish(k);
 }
 
 static void nccl_broadcast(Comm *c, void *buf, size_t bytes, int root) {
   NcclRank *k = enter(c);
   NCCL_CHECK(ncclBroadcast(buf, buf, bytes, ncclChar, root, k->comm, k->stream));
-  finish(k);
 }
 
 static void nccl_send(Comm *c, const void *buf, size_t bytes, int peer) {
   NcclRank *k = enter(c);
   NCCL_CHECK(ncclSend(buf, bytes, ncclChar, peer, k->comm, k->stream));
-  finish(k);
 }
 
 static void nccl_recv(Comm *c, void *buf, size_t bytes, int peer) {
   NcclRank *k = enter(c);
   NCCL_CHECK(ncclRecv(buf, bytes, ncclChar, peer, k->comm, k->stream));
-  finish(k);
 }
 
+// Waits on the host: every rank's queue has reached it.
 static void nccl_barrier(Comm *c) {
   NcclRank *k = enter(c);
   NCCL_CHECK(ncclAllReduce(k->one, k->one, 1, ncclFloat, ncclSum, k->comm, k->stream));
-  finish(k);
+  CUDA_CALL(cudaStreamSynchronize(k->stream));
 }
 
 static void nccl_destroy(Comm *c) { free(c); }
 
-Comm *comm_nccl_join(NcclGroup *g, int rank) {
-  CHECK(rank >= 0 && rank < g->size);
+Comm *comm_nccl_join(NcclGroup *g, int rank, void *queue) {
+  CHECK(rank >= 0 && rank < g->size && queue != NULL && g->ranks[rank].stream == NULL);
+  g->ranks[rank].stream = (cudaStream_t)queue;
   Comm *c = xcalloc(1, sizeof *c);
   *c = (Comm){.rank = rank,
               .size = g->size,

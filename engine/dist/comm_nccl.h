@@ -15,7 +15,11 @@ typedef struct NcclGroup NcclGroup;
 NcclGroup *nccl_group_create(int size, const int *devices, char *err, size_t err_size);
 void nccl_group_free(NcclGroup *g);
 
-// Rank rank's handle; its calls must come from one thread at a time.
-Comm *comm_nccl_join(NcclGroup *g, int rank);
+// Rank rank's handle (once per rank); its calls must come from one thread at a time. queue is
+// the rank's backend's device queue (Backend.device_queue, a cudaStream_t on the rank's device):
+// every call but the barrier is enqueued there, in order with the backend's ops, and returns
+// without waiting, so "returns once done" (comm.h) holds in the queue's order, which is the
+// order the backend's later ops and its copies to the host see.
+Comm *comm_nccl_join(NcclGroup *g, int rank, void *queue);
 
 #endif

@@ -16,8 +16,8 @@ NcclGroup *nccl_group_create(int size, const int *devices, char *err, size_t err
 
 void nccl_group_free(NcclGroup *g) { CHECK(g == NULL); }  // never made here
 
-Comm *comm_nccl_join(NcclGroup *g, int rank) {
-  (void)g, (void)rank;
+Comm *comm_nccl_join(NcclGroup *g, int rank, void *queue) {
+  (void)g, (void)rank, (void)queue;
   CHECK(!"comm_nccl_join: this build has no NCCL");
   return NULL;
 }

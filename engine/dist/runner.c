@@ -90,9 +90,16 @@ static void *rank_thread(void *arg) {
   for (;;) {
     pthread_barrier_wait(&r->start);
     if (r->quit) return NULL;
-    run_rank(rank);
+    r->job(rank);
     pthread_barrier_wait(&r->done);
   }
+}
+
+void runner_on_ranks(Runner *r, void (*job)(Rank *rank)) {
+  r->job = job;
+  if (r->num_ranks > 1) pthread_barrier_wait(&r->start);
+  job(&r->ranks[0]);
+  if (r->num_ranks > 1) pthread_barrier_wait(&r->done);
 }
 
 void runner_set_route_probe(Runner *r, const RouteProbe *probe) {
@@ -114,13 +121,7 @@ static void forward_parts(Runner *r, const Batch *batch, int max_parts, float *l
                           const SampleRow *sample, int32_t *sampled, PickLogprobs *logprobs) {
   microbatches_split(&r->micro, batch, max_parts);
   runner_call_begin(r, batch->num_logits, logits, sample, sampled, logprobs);
-  if (r->num_ranks == 1) {
-    run_rank(&r->ranks[0]);
-    return;
-  }
-  pthread_barrier_wait(&r->start);
-  run_rank(&r->ranks[0]);
-  pthread_barrier_wait(&r->done);
+  runner_on_ranks(r, run_rank);
 }
 
 void runner_forward(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
@@ -210,8 +211,11 @@ static bool group_create(Runner *r, Group *g, int size, int first, int stride, c
   return g->nccl != NULL;
 }
 
-static Comm *group_join(Group *g, int rank) {
-  return g->threads ? comm_threads_join(g->threads, rank) : comm_nccl_join(g->nccl, rank);
+// Runner rank's handle of group g, where it is rank `rank` (NCCL's calls go on be's queue).
+static Comm *group_join(Group *g, int rank, Backend *be) {
+  if (g->threads) return comm_threads_join(g->threads, rank);
+  CHECK(be->device_queue != NULL);  // a backend of a GPU
+  return comm_nccl_join(g->nccl, rank, be->device_queue(be));
 }
 
 // Each stage's tensor group (ranks s * tp + t) and each tensor rank's pipeline (ranks
@@ -260,9 +264,9 @@ bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_s
     const int pp_rank = i / r->tp, tp_rank = i % r->tp;
     rank->runner = r;
     rank->shard = shard_of(&r->config, r->tp, r->pp, tp_rank, pp_rank);
-    if (r->tp > 1) rank->tp = group_join(&r->groups[pp_rank], tp_rank);
-    if (r->pp > 1) rank->pp = group_join(&r->groups[r->pp + tp_rank], pp_rank);
     ok = rank_load(r, rank, i, err, err_size);
+    if (ok && r->tp > 1) rank->tp = group_join(&r->groups[pp_rank], tp_rank, rank->backend);
+    if (ok && r->pp > 1) rank->pp = group_join(&r->groups[r->pp + tp_rank], pp_rank, rank->backend);
     ok = ok && model_init(&rank->model, &rank->weights, rank->backend, rank->tp, o->max_num_tokens,
                           o->max_num_logits, err, err_size);
   }

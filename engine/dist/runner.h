@@ -81,19 +81,20 @@ void runner_set_route_probe(Runner *r, const RouteProbe *probe);
 void runner_forward(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
                     int32_t *sampled, PickLogprobs *logprobs);
 
-// CUDA graphs of decode steps (vLLM's cudagraph capture), on a single rank whose backend has
-// graphs (backend.h), in two calls:
-// runner_prepare_graphs chooses the decode batch sizes (decode_graph_sizes up to max_size, at
-// most the tokens a call takes and no more than the first size that holds the most sequences a
-// step runs) and reserves what every recording will use: the graph batch's device layout (for
+// CUDA graphs of decode steps (vLLM's cudagraph capture), on one pipeline stage (-pp 1) whose
+// ranks' backends have graphs (backend.h), in two calls:
+// runner_prepare_graphs chooses the decode batch sizes (decode_graph_sizes up to max_size and
+// the tokens a call takes; where they pass the most sequences a step runs, that number is the
+// last size) and reserves what every recording will use: each rank's graph batch layout (for
 // the largest size and tables max_blocks wide, window arrays exactly when hybrid) and the
 // logits rows. Call it before the KV cache's share of the free memory is measured, once.
 // runner_capture_graphs, after runner_kv_init, records the forward pass of a decode batch of
-// each size, padded by dist/decode_batch.h; runner_forward then runs a decode step that fits by
-// one launch of the smallest recording that holds it. The recordings keep the cache's and the
+// each size on every rank at once (a tensor-parallel rank's graph holds its collectives),
+// padded by dist/decode_batch.h; runner_forward then runs a decode step that fits by one launch
+// a rank of the smallest recording that holds it. The recordings keep the cache's and the
 // activations' addresses: runner_kv_init and runner_kv_free drop them (capture again after).
-// Both false with the reason when there will be no graphs (more than one rank, a backend
-// without them, a recording the backend refused): every step then runs op by op, as before.
+// Both false with the reason when there will be no graphs (pipeline stages, a backend without
+// them, a recording the backend refused): every step then runs op by op, as before.
 bool runner_prepare_graphs(Runner *r, int max_size, int max_blocks, bool hybrid, char *err,
                            size_t err_size);
 bool runner_capture_graphs(Runner *r, char *err, size_t err_size);

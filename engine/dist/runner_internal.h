@@ -31,6 +31,13 @@ typedef struct {
   KvCache kv;
   float *logits;  // backend memory, for a backend whose memory the host cannot read
   size_t logits_rows;
+  // runner_graphs.c: this rank's recordings [runner's num_graphs]; while one is recorded, the
+  // batch it is recorded over (upload_graph_batch's, uploaded before the recording began) and
+  // whether the rank's last graph_begin or graph_end succeeded, with why not
+  void **graphs;
+  const Batch *graph_uploaded;
+  bool graph_ok;
+  char graph_err[256];
   pthread_t thread;
 } Rank;
 
@@ -42,6 +49,7 @@ struct Runner {
   Group *groups;  // [pp + tp]: each stage's tensor group, then each pipeline
   pthread_barrier_t start, done;
   bool threads_started;
+  void (*job)(Rank *rank);  // what every rank runs between start and done (runner_on_ranks)
   int *cpus;  // [num_ranks * threads_per_rank] the CPU of each rank's threads; NULL: unpinned
   // the current call
   MicroBatches micro;
@@ -50,20 +58,28 @@ struct Runner {
   int32_t *sampled;         // [num_logits] with sample: the device's ids, -1 for host rows
   PickLogprobs *logprobs;   // [num_logits] with sample: a sampled row's logprobs when it asks
   bool quit;
-  // Decode steps as graphs (one rank): runner_prepare_graphs chooses graph_sizes[num_sizes]
-  // (ascending) and pads into decode; runner_capture_graphs records graphs[i], a decode batch of
-  // graph_sizes[i] sequences with its logits in graph_logits (num_graphs: 0 or num_sizes).
+  // Decode steps as graphs (-pp 1): runner_prepare_graphs chooses graph_sizes[num_sizes]
+  // (ascending) and pads into decode; runner_capture_graphs records each rank's graphs[i], a
+  // decode batch of graph_sizes[i] sequences with its logits in rank 0's graph_logits
+  // (num_graphs: 0 or num_sizes). The ranks' jobs read graph_batch, graph_index and graph_rows
+  // (the padded batch, which graph, the call's logits rows); graph_record says whether the end
+  // of a recording keeps it.
   DecodeBatch decode;
   int *graph_sizes, num_sizes;
-  void **graphs;
   int num_graphs;
   const float *graph_logits;
+  const Batch *graph_batch;
+  int graph_index, graph_rows;
+  bool graph_record;
   long long num_steps, num_graph_steps;  // runner_forward calls, and those run by a graph
 };
 
 // Rank's backend buffer for at least rows rows of logits, for a backend whose memory the host
 // cannot read (grows; dies when out of memory).
 float *runner_device_logits(Rank *rank, int rows);
+
+// Runs job on every rank at once (rank 0 on the caller's thread) and returns when all have.
+void runner_on_ranks(Runner *r, void (*job)(Rank *rank));
 
 // A call's outputs, for the ranks (no row sampled yet).
 void runner_call_begin(Runner *r, int num_logits, float *logits, const SampleRow *sample,

@@ -162,15 +162,12 @@ static void gather_logits(Model *m, int num_logits, float *logits) {
 }
 
 void model_forward(Model *m, const Batch *host_batch, KvCache *kv, float *logits) {
-  CHECK(host_batch->num_logits <= m->max_num_logits);  // the rest: model_forward_uploaded
   model_forward_uploaded(m, m->backend->upload_batch(m->backend, host_batch), kv, logits);
 }
 
 void model_forward_uploaded(Model *m, const Batch *b, KvCache *kv, float *logits) {
-  // A padded decode batch may have more logits rows than max_num_logits (the caller sized its
-  // logits for them); only the tensor-parallel buffers are sized by it.
   CHECK(b->num_tokens > 0 && b->num_tokens <= m->max_num_tokens && b->num_logits <= b->num_tokens);
-  CHECK(!m->tp || b->num_logits <= m->max_num_logits);
+  CHECK(b->num_logits <= m->max_num_logits);
   const GptOssWeights *w = m->weights;
   const GptOssConfig *c = &w->config;
   const Shard *s = &w->shard;

@@ -94,7 +94,8 @@ static double time_steps(Decode *d, const Batch *b, void *graph, int reps) {
       continue;
     }
     d->gpu->upload_graph_batch(d->gpu, decode_batch_pad(&d->pad, b, b->num_seqs), MAX_SEQS, WIDTH);
-    if (!d->gpu->graph_launch(d->gpu, graph)) die("bench_cuda_decode: the graph refused to launch");
+    if (!d->gpu->graph_current(d->gpu, graph)) die("bench_cuda_decode: the graph is stale");
+    d->gpu->graph_launch(d->gpu, graph);
   }
   cuda_synchronize(d->gpu);
   return (double)(clock_now_ns() - t0) * 1e-9 / reps;

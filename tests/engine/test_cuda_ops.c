@@ -1411,12 +1411,12 @@ static void test_dummy_weights_on_device(void **state) {
 
 // ---------------------------------------------------------------------------------------------
 // A decode step recorded into a CUDA graph (backend.h: upload_graph_batch, graph_begin,
-// graph_end, graph_launch) replays as its ops run one by one: gpt-oss-tiny (dummy weights made on
-// the device: bf16 dense, MXFP4 experts) over a hybrid bf16 cache, two decode steps of three
-// sequences and one of two, padded to 8 (dist/decode_batch.h; tables of 4 blocks a row, uploaded
-// into rows of 8), op by op over one cache and by the graph over another: the logits and the
-// caches agree. Then a product that grows the backend's scratch, after which the graph refuses
-// to launch.
+// graph_end, graph_current, graph_launch) replays as its ops run one by one: gpt-oss-tiny (dummy
+// weights made on the device: bf16 dense, MXFP4 experts) over a hybrid bf16 cache, two decode steps
+// of three sequences and one of two, padded to 8 (dist/decode_batch.h; tables of 4 blocks a row,
+// uploaded into rows of 8), op by op over one cache and by the graph over another: the logits and
+// the caches agree. Then a product that grows the backend's scratch, after which the graph is no
+// longer current.
 
 // A bf16 cache array as floats (free it).
 static float *kv_floats(Backend *gpu, const void *array, size_t n) {
@@ -1472,7 +1472,8 @@ static void test_decode_graph(void **state) {
     float *want = (float *)host_copy(gpu, logits, rows * sizeof(float));
     gpu->zero(gpu, logits, rows * sizeof(float));  // the graph must write them again
     gpu->upload_graph_batch(gpu, padded, 8, 2 * WIDTH);
-    assert_true(gpu->graph_launch(gpu, graph));
+    assert_true(gpu->graph_current(gpu, graph));
+    gpu->graph_launch(gpu, graph);
     float *got = (float *)host_copy(gpu, logits, rows * sizeof(float));
     char what[80];
     snprintf(what, sizeof what, "decode step %d (%d sequences) by its graph: logits", step,
@@ -1494,8 +1495,8 @@ static void test_decode_graph(void **state) {
   }
   // A product of more rows than any before grows the scratch the graph reads.
   gpu->linear(gpu, &w.unembedding, NULL, m.x, 256, logits, false);
-  assert_false(gpu->graph_launch(gpu, graph));
-  print_message("# a graph recorded before the scratch grew refuses to launch\n");
+  assert_false(gpu->graph_current(gpu, graph));
+  print_message("# a graph recorded before the scratch grew is no longer current\n");
   gpu->graph_free(gpu, graph);
   decode_batch_free(&d);
   gpu->free(gpu, logits);

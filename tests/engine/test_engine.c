@@ -30,7 +30,9 @@ typedef struct {
   Runner *parallel;  // tp 2 x pp 2
 } Fixture;
 
-static Runner *runner_of(int tp, int pp) {
+// gpt-oss-tiny on tp x pp CPU ranks, calls of up to 256 tokens and max_num_logits logits rows
+// (0: as many as tokens).
+static Runner *runner_with(int tp, int pp, int max_num_logits) {
   char err[1024];
   RunnerOptions o = {.model = "tests/fixtures/gptoss-tiny/a",
                      .weights = {.load_format = LOAD_SAFETENSORS,
@@ -39,7 +41,8 @@ static Runner *runner_of(int tp, int pp) {
                      .tensor_parallel = tp,
                      .pipeline_parallel = pp,
                      .device = DEVICE_CPU,
-                     .max_num_tokens = 256};
+                     .max_num_tokens = 256,
+                     .max_num_logits = max_num_logits};
   Runner *r;
   if (!runner_create(&r, &o, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);
@@ -47,6 +50,8 @@ static Runner *runner_of(int tp, int pp) {
   }
   return r;
 }
+
+static Runner *runner_of(int tp, int pp) { return runner_with(tp, pp, 0); }
 
 static int setup(void **state) {
   Fixture *f = calloc(1, sizeof *f);
@@ -312,31 +317,42 @@ static void test_plain_and_hybrid_kv_cache(void **state) {
 }
 
 // Decode steps run by the runner's CUDA-graph path (on the CPU through replay_graphs.h, which
-// stands in for the recording): the same outputs, sync and async, hybrid and plain cache, with
-// up to 20 sequences a step (graphs of 1, 2, 4, 8, 16 and 24: most steps are padded); the
-// engine's own decode steps fit (every step once the prompts are in ran by a graph).
+// stands in for the recording): the same outputs, sync and async, hybrid and plain cache, one
+// rank and two tensor-parallel ranks (each records and launches its own graphs, collectives
+// in them), with up to 20 sequences a step and as many logits rows (graphs of 1, 2, 4, 8, 16
+// and 20, the last cut from 24 to the rows a step may have: most steps are padded); the engine's
+// own decode steps fit (every step once the prompts are in ran by a graph). Pipeline stages
+// record none.
 static void test_decode_graphs_keep_outputs(void **state) {
-  (void)state;
-  for (int mode = 0; mode < 4; mode++) {
-    Runner *runner = runner_of(1, 1);
-    assert_non_null(runner);
-    replay_graphs_install(runner);
-    const EngineConfig cfg = {.max_num_batched_tokens = 64,
-                              .max_num_seqs = 20,
-                              .max_model_len = 256,
-                              .block_size = 16,
-                              .num_kv_blocks = 256,
-                              .async_scheduling = mode & 1,
-                              .disable_hybrid_kv_cache = mode >> 1};
-    long long steps[2];
-    serve_all_config(runner, &cfg, true, steps);
-    print_message("# %s, %s cache: %lld of %lld steps by a graph\n", mode & 1 ? "async" : "sync",
-                  mode >> 1 ? "plain" : "hybrid", steps[1], steps[0]);
-    assert_int_equal(g_replay.num_launches, steps[1]);
-    // every step once no prompt is left (each sequence then adds one token a step)
-    assert_true(steps[1] >= MAX_TOKENS - 2);
-    runner_free(runner);
-  }
+  Fixture *f = *state;
+  char err[256];
+  assert_false(runner_prepare_graphs(f->parallel, 8, 16, true, err, sizeof err));
+  assert_non_null(strstr(err, "-pp 1"));
+  for (int tp = 1; tp <= 2; tp++)
+    for (int mode = 0; mode < 4; mode++) {
+      Runner *runner = runner_with(tp, 1, 20);
+      assert_non_null(runner);
+      replay_graphs_install(runner);
+      const EngineConfig cfg = {.max_num_batched_tokens = 64,
+                                .max_num_seqs = 20,
+                                .max_model_len = 256,
+                                .block_size = 16,
+                                .num_kv_blocks = 256,
+                                .async_scheduling = mode & 1,
+                                .disable_hybrid_kv_cache = mode >> 1};
+      long long steps[2];
+      serve_all_config(runner, &cfg, true, steps);
+      assert_int_equal(runner->num_sizes, 6);  // the sizes recorded (dropped with the cache)
+      assert_int_equal(runner->graph_sizes[4], 16);
+      assert_int_equal(runner->graph_sizes[5], 20);
+      print_message("# -tp %d, %s, %s cache: %lld of %lld steps by a graph\n", tp,
+                    mode & 1 ? "async" : "sync", mode >> 1 ? "plain" : "hybrid", steps[1],
+                    steps[0]);
+      for (int rank = 0; rank < tp; rank++) assert_int_equal(g_replay[rank].num_launches, steps[1]);
+      // every step once no prompt is left (each sequence then adds one token a step)
+      assert_true(steps[1] >= MAX_TOKENS - 2);
+      runner_free(runner);
+    }
 }
 
 static void test_abort_and_refusals(void **state) {

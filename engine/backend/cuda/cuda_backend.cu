@@ -144,6 +144,8 @@ void cuda_synchronize(Backend *be) {
 
 const char *cuda_device_name(Backend *be) { return cuda_state(be)->name; }
 
+static void *cuda_device_queue(Backend *be) { return cuda_state(be)->stream; }
+
 bool cuda_memory_info(Backend *be, size_t *free_bytes, size_t *total_bytes) {
   cuda_enter(be);
   *free_bytes = *total_bytes = 0;
@@ -188,10 +190,12 @@ static Backend *cuda_table(CudaState *st) {
   be->upload_graph_batch = cuda_upload_graph_batch;
   be->graph_begin = cuda_graph_begin;
   be->graph_end = cuda_graph_end;
+  be->graph_current = cuda_graph_current;
   be->graph_launch = cuda_graph_launch;
   be->graph_free = cuda_graph_free;
   be->sample = cuda_sample;
   be->to_host = cuda_to_host;
+  be->device_queue = cuda_device_queue;
   be->upload_weights = cuda_weights_upload;
   be->load_dummy_weights = cuda_weights_dummy;
   be->free_weights = cuda_weights_free;

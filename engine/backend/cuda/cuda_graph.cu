@@ -1,9 +1,11 @@
 // cuda_graph.cu: ops recorded into CUDA graphs and replayed (backend.h: graph_begin, graph_end,
-// graph_launch, graph_free). A recording is a stream capture of the backend's one stream,
-// instantiated once; a launch replays all its kernels for the cost of one call, where a decode
-// step of gpt-oss-120b otherwise launches about 20 kernels a layer, 36 layers. A graph keeps the
-// addresses it was recorded with, so it remembers the scratch buffers' generation
-// (cuda_scratch bumps it when one moves) and refuses to launch over moved ones.
+// graph_current, graph_launch, graph_free). A recording is a stream capture of the backend's one
+// stream, instantiated once; a launch replays all its kernels for the cost of one call, where a
+// decode step of gpt-oss-120b otherwise launches about 20 kernels a layer, 36 layers. A graph keeps
+// the addresses it was recorded with, so it remembers the scratch buffers' generation (cuda_scratch
+// bumps it when one moves) and is no longer current once one has moved. With -tp > 1 each rank
+// records its own graph, NCCL's collectives included (they run on the backend's stream:
+// dist/comm_nccl.c).
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -60,12 +62,16 @@ void *cuda_graph_end(Backend *be, char *err, size_t err_size) {
   return g;
 }
 
-bool cuda_graph_launch(Backend *be, void *graph) {
+bool cuda_graph_current(const Backend *be, const void *graph) {
+  const CudaState *st = (const CudaState *)be->state;
+  return ((const CudaGraph *)graph)->scratch_generation == st->scratch_generation;
+}
+
+void cuda_graph_launch(Backend *be, void *graph) {
   CudaState *st = cuda_enter(be);
   const CudaGraph *g = (const CudaGraph *)graph;
-  if (g->scratch_generation != st->scratch_generation) return false;
+  CHECK(g->scratch_generation == st->scratch_generation);  // the caller asked graph_current
   CUDA_CHECK(cudaGraphLaunch(g->exec, st->stream));
-  return true;
 }
 
 void cuda_graph_free(Backend *be, void *graph) {

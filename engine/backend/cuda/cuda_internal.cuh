@@ -127,7 +127,7 @@ struct CudaState {
   // upload_graph_batch: its own staging and device buffers, laid out once for these sizes
   CudaBuffer graph_batch_host, graph_batch_dev;
   int graph_max_seqs, graph_max_blocks;
-  unsigned scratch_generation;  // bumped whenever a scratch buffer moves (graph_launch checks)
+  unsigned scratch_generation;  // bumped whenever a scratch buffer moves (graph_current checks)
   CudaBuffer cublas_workspace;  // cuBLAS's, set once: a recorded product must not allocate
   // device: [num_attn_tiles] {seq, first token, end token, 0}, the sequences with fewer than
   // CUDA_ATTN_FLASH_MIN_TOKENS new tokens first (num_attn_short_tiles of them)
@@ -228,7 +228,8 @@ const Batch *cuda_upload_graph_batch(Backend *be, const Batch *host, int max_seq
 // cuda_graph.cu: recording the ops into CUDA graphs and launching them
 bool cuda_graph_begin(Backend *be, char *err, size_t err_size);
 void *cuda_graph_end(Backend *be, char *err, size_t err_size);
-bool cuda_graph_launch(Backend *be, void *graph);
+bool cuda_graph_current(const Backend *be, const void *graph);
+void cuda_graph_launch(Backend *be, void *graph);
 void cuda_graph_free(Backend *be, void *graph);
 // Whether this thread is recording a graph now (cuda_fail's message says so: an op that cannot
 // be recorded fails there, and --enforce-eager runs without graphs).
