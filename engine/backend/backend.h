@@ -132,7 +132,7 @@ struct Backend {
   void *(*graph_end)(Backend *be, char *err, size_t err_size);
   // Whether a recording may still launch: false once the backend's scratch has grown since it
   // was recorded (the caller runs the ops itself, and should record again or drop its
-  // recordings). Only reads the backend's state: any thread may ask.
+  // recordings). Only reads the backend's state: any thread may ask while none of its ops runs.
   bool (*graph_current)(const Backend *be, const void *graph);
   // Runs a current recording's ops, in order after the ops before it, like any op.
   void (*graph_launch)(Backend *be, void *graph);

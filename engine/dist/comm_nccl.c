@@ -3,13 +3,16 @@
 // waiting: a collective's result is in place for the next op, as the shared-memory
 // communicator's is for the CPU's, and the host waits only where it reads device memory. So a
 // tensor-parallel step has no host round trip per collective, and a CUDA graph of a step records
-// its collectives with its kernels. The barrier alone waits. Every CUDA and NCCL call is checked.
+// its collectives with its kernels. The barrier alone waits, and every call in lockstep (the
+// warm-up's step: nccl_group_lockstep). Every CUDA and NCCL call is checked.
 #include "dist/comm_nccl.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/check.h"
 
@@ -36,6 +39,11 @@ typedef struct {
 struct NcclGroup {
   int size;
   NcclRank *ranks;  // [size]
+  // nccl_group_lockstep: on, and where the ranks' threads meet before a call: every rank before
+  // a collective, the two ranks of a transfer before it ([a * size + b], a < b)
+  bool lockstep;
+  pthread_barrier_t arrive;
+  pthread_barrier_t *pairs;
 };
 
 NcclGroup *nccl_group_create(int size, const int *devices, char *err, size_t err_size) {
@@ -51,6 +59,11 @@ NcclGroup *nccl_group_create(int size, const int *devices, char *err, size_t err
     free(g);
     return NULL;
   }
+  CHECK(pthread_barrier_init(&g->arrive, NULL, (unsigned)size) == 0);
+  g->pairs = xcalloc((size_t)size * size, sizeof *g->pairs);
+  for (int a = 0; a < size; a++)
+    for (int b = a + 1; b < size; b++)
+      CHECK(pthread_barrier_init(&g->pairs[a * size + b], NULL, 2) == 0);
   for (int r = 0; r < size; r++) {
     NcclRank *k = &g->ranks[r];
     k->comm = comms[r];
@@ -70,46 +83,89 @@ void nccl_group_free(NcclGroup *g) {
     CUDA_CALL(cudaFree(k->one));
     NCCL_CHECK(ncclCommDestroy(k->comm));
   }
+  pthread_barrier_destroy(&g->arrive);
+  for (int a = 0; a < g->size; a++)
+    for (int b = a + 1; b < g->size; b++) pthread_barrier_destroy(&g->pairs[a * g->size + b]);
+  free(g->pairs);
   free(g->ranks);
   free(g);
 }
 
-// The rank's state, its device current (NCCL enqueues on the calling thread's device).
-static NcclRank *enter(Comm *c) {
-  NcclRank *k = &((NcclGroup *)c->state)->ranks[c->rank];
+bool nccl_records_in_graphs(char *err, size_t err_size) {
+  int version = 0;
+  NCCL_CHECK(ncclGetVersion(&version));
+  if (version < 20906) {  // NCCL_VERSION(2, 9, 6)
+    snprintf(err, err_size, "NCCL %d records no collectives in CUDA graphs (2.9.6 does)", version);
+    return false;
+  }
+  const char *mixing = getenv("NCCL_GRAPH_MIXING_SUPPORT");
+  if (mixing && strcmp(mixing, "0") == 0) {
+    snprintf(err, err_size,
+             "NCCL_GRAPH_MIXING_SUPPORT=0: decode graphs run between prefill steps' collectives "
+             "outside them");
+    return false;
+  }
+  return true;
+}
+
+void nccl_group_lockstep(NcclGroup *g, bool on) {
+  if (g) g->lockstep = on;
+}
+
+// The rank's state, its device current (NCCL enqueues on the calling thread's device); in
+// lockstep, once every rank's thread (peer < 0: a collective) or the peer's has come to its
+// matching call.
+static NcclRank *enter(Comm *c, int peer) {
+  NcclGroup *g = c->state;
+  NcclRank *k = &g->ranks[c->rank];
   CHECK(k->stream != NULL);  // joined
+  if (g->lockstep && peer < 0) pthread_barrier_wait(&g->arrive);
+  if (g->lockstep && peer >= 0) {
+    const int a = c->rank < peer ? c->rank : peer, b = c->rank < peer ? peer : c->rank;
+    pthread_barrier_wait(&g->pairs[a * g->size + b]);
+  }
   CUDA_CALL(cudaSetDevice(k->device));
   return k;
 }
 
+// In lockstep, the call's work done before the thread goes on.
+static void leave(Comm *c, NcclRank *k) {
+  if (((NcclGroup *)c->state)->lockstep) CUDA_CALL(cudaStreamSynchronize(k->stream));
+}
+
 static void nccl_all_reduce_sum(Comm *c, float *buf, size_t n) {
-  NcclRank *k = enter(c);
+  NcclRank *k = enter(c, -1);
   NCCL_CHECK(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, k->comm, k->stream));
+  leave(c, k);
 }
 
 static void nccl_all_gather(Comm *c, const float *send, size_t n, float *recv) {
-  NcclRank *k = enter(c);
+  NcclRank *k = enter(c, -1);
   NCCL_CHECK(ncclAllGather(send, recv, n, ncclFloat, k->comm, k->stream));
+  leave(c, k);
 }
 
 static void nccl_broadcast(Comm *c, void *buf, size_t bytes, int root) {
-  NcclRank *k = enter(c);
+  NcclRank *k = enter(c, -1);
   NCCL_CHECK(ncclBroadcast(buf, buf, bytes, ncclChar, root, k->comm, k->stream));
+  leave(c, k);
 }
 
 static void nccl_send(Comm *c, const void *buf, size_t bytes, int peer) {
-  NcclRank *k = enter(c);
+  NcclRank *k = enter(c, peer);
   NCCL_CHECK(ncclSend(buf, bytes, ncclChar, peer, k->comm, k->stream));
+  leave(c, k);
 }
 
 static void nccl_recv(Comm *c, void *buf, size_t bytes, int peer) {
-  NcclRank *k = enter(c);
+  NcclRank *k = enter(c, peer);
   NCCL_CHECK(ncclRecv(buf, bytes, ncclChar, peer, k->comm, k->stream));
+  leave(c, k);
 }
 
 // Waits on the host: every rank's queue has reached it.
 static void nccl_barrier(Comm *c) {
-  NcclRank *k = enter(c);
+  NcclRank *k = enter(c, -1);  // (in lockstep, a second host barrier: harmless)
   NCCL_CHECK(ncclAllReduce(k->one, k->one, 1, ncclFloat, ncclSum, k->comm, k->stream));
   CUDA_CALL(cudaStreamSynchronize(k->stream));
 }

@@ -4,6 +4,7 @@
 #ifndef GE_DIST_COMM_NCCL_H
 #define GE_DIST_COMM_NCCL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "dist/comm.h"
@@ -21,5 +22,17 @@ void nccl_group_free(NcclGroup *g);
 // without waiting, so "returns once done" (comm.h) holds in the queue's order, which is the
 // order the backend's later ops and its copies to the host see.
 Comm *comm_nccl_join(NcclGroup *g, int rank, void *queue);
+
+// Lockstep (off by default; set it between calls, from any one thread): before each call the
+// ranks' threads meet (every rank before a collective, sender and receiver before a transfer)
+// and after it each waits for its own call's work. For a step that may allocate device memory
+// (the warm-up's): cudaMalloc and cudaFree may wait for this and peer GPUs' queued work, which
+// can hold a collective waiting for this very thread, a deadlock lockstep rules out. NULL: none.
+void nccl_group_lockstep(NcclGroup *g, bool on);
+
+// Whether the NCCL this process loaded can have its collectives recorded in CUDA graphs that
+// run between collectives outside them (2.9.6 or later, NCCL_GRAPH_MIXING_SUPPORT not 0); false
+// with the reason.
+bool nccl_records_in_graphs(char *err, size_t err_size);
 
 #endif

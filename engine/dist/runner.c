@@ -133,9 +133,15 @@ void runner_forward(Runner *r, const Batch *batch, float *logits, const SampleRo
     forward_parts(r, batch, r->pp, logits, sample, sampled, logprobs);
 }
 
+void runner_lockstep(Runner *r, bool on) {
+  for (int g = 0; g < r->pp + r->tp; g++) nccl_group_lockstep(r->groups[g].nccl, on);
+}
+
 void runner_forward_whole(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
                           int32_t *sampled, PickLogprobs *logprobs) {
+  runner_lockstep(r, true);
   forward_parts(r, batch, 1, logits, sample, sampled, logprobs);
+  runner_lockstep(r, false);
 }
 
 // ---------------------------------------------------------------------------------------------

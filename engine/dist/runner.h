@@ -91,7 +91,7 @@ void runner_forward(Runner *r, const Batch *batch, float *logits, const SampleRo
 // runner_capture_graphs, after runner_kv_init, records the forward pass of a decode batch of
 // each size on every rank at once (a tensor-parallel rank's graph holds its collectives),
 // padded by dist/decode_batch.h; runner_forward then runs a decode step that fits by one launch
-// a rank of the smallest recording that holds it. The recordings keep the cache's and the
+// on each rank of the smallest recording that holds it. The recordings keep the cache's and the
 // activations' addresses: runner_kv_init and runner_kv_free drop them (capture again after).
 // Both false with the reason when there will be no graphs (pipeline stages, a backend without
 // them, a recording the backend refused): every step then runs op by op, as before.
@@ -106,7 +106,9 @@ void runner_drop_graphs(Runner *r);
 
 // runner_forward without cutting the batch into micro-batches: with pipeline stages every stage
 // gets the whole batch at once, the most one step's parts can hand it (a step's first part may
-// hold nearly all its tokens, or nearly all its sequences). For the warm-up (dist/warm_up.h).
+// hold nearly all its tokens, or nearly all its sequences). For the warm-up (dist/warm_up.h),
+// the step whose ops allocate what later steps reuse: GPUs run it in lockstep (comm_nccl.h,
+// nccl_group_lockstep: an allocation must not wait for a collective that waits for it).
 void runner_forward_whole(Runner *r, const Batch *batch, float *logits, const SampleRow *sample,
                           int32_t *sampled, PickLogprobs *logprobs);
 

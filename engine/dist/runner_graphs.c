@@ -61,6 +61,7 @@ bool runner_prepare_graphs(Runner *r, int max_size, int max_blocks, bool hybrid,
       snprintf(err, err_size, "the %s backend records none", r->ranks[i].backend->name);
       return false;
     }
+  if (r->tp > 1 && r->groups[0].nccl && !nccl_records_in_graphs(err, err_size)) return false;
   // Sizes up to the most sequences a step runs (a logits row each), which ends the list.
   const int most_seqs =
       r->options.max_num_logits > 0 ? r->options.max_num_logits : r->options.max_num_tokens;
@@ -85,16 +86,21 @@ bool runner_prepare_graphs(Runner *r, int max_size, int max_blocks, bool hybrid,
   return true;
 }
 
-// Recording graph graph_index on one rank, in two jobs so that every rank is recording before
-// any records a collective (a rank running its ops would wait for the others' forever). Begin:
-// the padded batch is run once op by op (so that every kernel, product plan and buffer a step of
-// its size uses exists already), then the recording starts.
-static void begin_rank_graph(Rank *rank) {
+// Recording graph graph_index on one rank, in three jobs. First the padded batch runs once op by
+// op, in lockstep (so that every kernel, product plan and buffer a step of its size uses exists
+// already; an allocation then must not wait for a collective: comm_nccl.h).
+static void warm_rank_graph(Rank *rank) {
   Runner *r = rank->runner;
   Backend *be = rank->backend;
   rank->graph_uploaded =
       be->upload_graph_batch(be, r->graph_batch, r->decode.max_seqs, r->decode.max_blocks);
   model_forward_uploaded(&rank->model, rank->graph_uploaded, &rank->kv, rank->logits);
+}
+
+// Then every rank begins its recording, and only if all could do they record the step: a rank
+// that ran its ops while the others recorded theirs would wait for their collectives forever.
+static void begin_rank_graph(Rank *rank) {
+  Backend *be = rank->backend;
   rank->graph_ok = be->graph_begin(be, rank->graph_err, sizeof rank->graph_err);
 }
 
@@ -132,6 +138,9 @@ static bool record_graph(Runner *r, int i, char *err, size_t err_size) {
   const Batch none = {0};
   r->graph_batch = decode_batch_pad(&r->decode, &none, r->graph_sizes[i]);
   r->graph_index = i;
+  runner_lockstep(r, true);
+  runner_on_ranks(r, warm_rank_graph);
+  runner_lockstep(r, false);
   runner_on_ranks(r, begin_rank_graph);
   r->graph_record = ranks_recorded(r, err, err_size);
   runner_on_ranks(r, end_rank_graph);

@@ -81,6 +81,10 @@ float *runner_device_logits(Rank *rank, int rows);
 // Runs job on every rank at once (rank 0 on the caller's thread) and returns when all have.
 void runner_on_ranks(Runner *r, void (*job)(Rank *rank));
 
+// Every NCCL group of the runner in lockstep or not (comm_nccl.h, nccl_group_lockstep), between
+// jobs.
+void runner_lockstep(Runner *r, bool on);
+
 // A call's outputs, for the ranks (no row sampled yet).
 void runner_call_begin(Runner *r, int num_logits, float *logits, const SampleRow *sample,
                        int32_t *sampled, PickLogprobs *logprobs);

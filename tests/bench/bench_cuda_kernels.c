@@ -167,8 +167,9 @@ static int distinct_experts(Backend *cpu, const LayerWeights *L, const GptOssCon
 static const int BENCH_MOE_TOKENS[BENCH_MOE_SHAPES] = {1, 16, 64, 256, 1024, 4096, 8192};
 
 // Each MoE shape runs on the backend's own choice of expert kernel and on each kernel forced
-// (GPTOSS_CUDA_MOE_KERNEL), so that one run shows where the wide kernel starts to pay.
-#define BENCH_MOE_KERNELS 4
+// (GPTOSS_CUDA_MOE_KERNEL), so that one run shows where the wide kernel and the cuBLAS path
+// start to pay.
+#define BENCH_MOE_KERNELS 5
 static struct {
   const char *env;     // GPTOSS_CUDA_MOE_KERNEL
   const char *suffix;  // of the figures' names
@@ -176,7 +177,8 @@ static struct {
 } g_moe_kernels[BENCH_MOE_KERNELS] = {{"auto", "", NULL},
                                       {"tile", ".tile", NULL},
                                       {"wide", ".wide", NULL},
-                                      {"wide32", ".wide32", NULL}};
+                                      {"wide32", ".wide32", NULL},
+                                      {"cublas", ".cublas", NULL}};
 
 // "moe.<model without its org>.e<experts>.t<tokens>"
 static void moe_name(char *name, size_t size, const char *model, int experts, int tokens) {

@@ -93,8 +93,11 @@ static void *cuda_alloc(Backend *be, size_t bytes) {
   return p;
 }
 
+// After the stream's work (which may still read ptr: a rank's last collectives are not waited
+// for by anyone else) is done.
 static void cuda_free_mem(Backend *be, void *ptr) {
-  cuda_enter(be);
+  CudaState *st = cuda_enter(be);
+  CUDA_CHECK(cudaStreamSynchronize(st->stream));
   CUDA_CHECK(cudaFree(ptr));
 }
 
@@ -163,6 +166,7 @@ static void cuda_destroy(Backend *be) {
   for (int i = 0; i < CUDA_SCRATCH_COUNT; i++) CUDA_CHECK(cudaFree(st->scratch[i].ptr));
   cuda_batch_free(st);
   if (st->sample_host.ptr) CUDA_CHECK(cudaFreeHost(st->sample_host.ptr));
+  if (st->moe_counts_host.ptr) CUDA_CHECK(cudaFreeHost(st->moe_counts_host.ptr));
   CUDA_CHECK(cudaFree(st->sample_dev.ptr));
   CUBLAS_CHECK(cublasDestroy(st->cublas));
   CUDA_CHECK(cudaFree(st->cublas_workspace.ptr));
@@ -216,8 +220,11 @@ static bool cuda_moe_kernel_from_env(CudaMoeKernel *kernel, char *err, size_t er
     *kernel = CUDA_MOE_KERNEL_WIDE;
   else if (!strcmp(v, "wide32"))
     *kernel = CUDA_MOE_KERNEL_WIDE32;
+  else if (!strcmp(v, "cublas"))
+    *kernel = CUDA_MOE_KERNEL_CUBLAS;
   else {
-    snprintf(err, err_size, "GPTOSS_CUDA_MOE_KERNEL=%s: expected auto, tile, wide or wide32", v);
+    snprintf(err, err_size,
+             "GPTOSS_CUDA_MOE_KERNEL=%s: expected auto, tile, wide, wide32 or cublas", v);
     return false;
   }
   return true;

@@ -28,7 +28,8 @@ bool cuda_graph_begin(Backend *be, char *err, size_t err_size) {
     return false;
   }
   // Thread-local: only this thread's calls that cannot be recorded (a synchronisation, a
-  // cudaFree) fail the recording; the engine's other threads are not recording.
+  // cudaFree) fail the recording; another thread's (the engine's, another rank's recording its
+  // own stream) do not.
   const cudaError_t e = cudaStreamBeginCapture(st->stream, cudaStreamCaptureModeThreadLocal);
   if (e != cudaSuccess) {
     snprintf(err, err_size, "cudaStreamBeginCapture: %s", cudaGetErrorString(e));

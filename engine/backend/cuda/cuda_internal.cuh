@@ -55,6 +55,7 @@ enum CudaScratchSlot {
   CUDA_SCRATCH_LINEAR_INPUT,    // linear: the input rows as bf16
   CUDA_SCRATCH_LINEAR_DEQUANT,  // linear: MXFP4 weights decoded to bf16
   CUDA_SCRATCH_MOE,             // moe: router logits, routing, grouping, activations, expert rows
+  CUDA_SCRATCH_MOE_WEIGHTS,     // moe on cuBLAS: a chunk of experts' weights decoded to bf16
   CUDA_SCRATCH_COUNT,
 };
 
@@ -94,15 +95,16 @@ struct CudaProfile;
 #define CUDA_ATTN_FLASH_TOKENS 16
 #define CUDA_ATTN_FLASH_MIN_TOKENS 16
 
-// Which grouped MXFP4 expert kernel the MoE op runs (GPTOSS_CUDA_MOE_KERNEL, read at create:
-// auto by the call's pairs per expert, cuda_moe.cu; tile, wide (128-row items) or wide32 (the
-// wide kernel on 32-row items) for every call that fits it, to measure one against another on
-// the same shapes).
+// Which MXFP4 expert kernel the MoE op runs (GPTOSS_CUDA_MOE_KERNEL, read at create: auto by
+// the call's pairs per expert, cuda_moe.cu; tile, wide (128-row items), wide32 (the wide kernel
+// on 32-row items) or cublas (weights decoded to bf16, cuBLAS's products) for every call that
+// fits it, to measure one against another on the same shapes).
 enum CudaMoeKernel {
   CUDA_MOE_KERNEL_AUTO,
   CUDA_MOE_KERNEL_TILE,
   CUDA_MOE_KERNEL_WIDE,
-  CUDA_MOE_KERNEL_WIDE32
+  CUDA_MOE_KERNEL_WIDE32,
+  CUDA_MOE_KERNEL_CUBLAS
 };
 // Whether attention may run on the tensor cores (GPTOSS_CUDA_ATTN_KERNEL: auto, where the call
 // fits them; cuda-cores: every tile on the float32 kernel).
@@ -137,7 +139,8 @@ struct CudaState {
   int num_attn_flash_tiles;
   // sample: the rows' parameters and the sampled ids, staged (pinned) and on the device
   CudaBuffer sample_host, sample_dev;
-  CudaProfile *profile;  // NULL unless GPTOSS_CUDA_PROFILE=1
+  CudaBuffer moe_counts_host;  // moe on cuBLAS: the experts' pair counts (pinned)
+  CudaProfile *profile;        // NULL unless GPTOSS_CUDA_PROFILE=1
   // kernels already allowed more than 48 KiB of dynamic shared memory, and how much
   struct {
     const void *kernel;

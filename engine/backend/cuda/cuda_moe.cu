@@ -3,10 +3,11 @@
 // ties to the lower expert index) and the softmax over the k; then the (token, rank) pairs are
 // grouped by expert (one block: counts, prefix sums, work items of CUDA_MOE_BM rows, or of
 // CUDA_MOE_WIDE_BM for the wide kernel, for the experts in [expert_begin, expert_end), a
-// scatter), the grouped expert kernels run mlp1 + SwiGLU and mlp2 (cuda_moe_gemm.cu), and each
-// token's weighted expert rows are summed in rank order into the residual. The order of pairs
-// within an expert does not change any row's result, so the op is deterministic. Nothing leaves the
-// device; no host synchronisation.
+// scatter), the grouped expert kernels run mlp1 + SwiGLU and mlp2 (cuda_moe_gemm.cu; for
+// prefill-sized calls cuBLAS on weights decoded to bf16, cuda_moe_cublas.cu), and each token's
+// weighted expert rows are summed in rank order into the residual. The order of pairs within an
+// expert does not change any row's result, so the op is deterministic. Nothing leaves the device;
+// no host synchronisation but the cuBLAS path's one read of the experts' counts.
 #include <cub/block/block_scan.cuh>
 
 #include "backend/cuda/cuda_moe.cuh"
@@ -92,17 +93,21 @@ __global__ void cuda_moe_to_bf16_kernel(const float2 *x, int64_t n2, __nv_bfloat
     out[i] = __floats2bfloat162_rn(x[i].x, x[i].y);
 }
 
-// residual[t] += sum over ranks r (in order) whose expert is in [begin, end) of y[t * k + r].
-// y: [num_tokens * k, hidden]; experts: [num_tokens * k]; residual: [num_tokens, hidden]
-__global__ void cuda_moe_combine_kernel(const float *y, const int32_t *experts, int k, int hidden,
-                                        int begin, int end, int64_t total, float *residual) {
+// residual[t] += sum over ranks r (in order) whose expert is in [begin, end) of pair t * k + r's
+// row of y: row t * k + r, or with position (the cuBLAS path's rows by position) row
+// position[t * k + r].
+// y: [num_tokens * k, hidden]; experts, position: [num_tokens * k]; residual: [num_tokens, hidden]
+__global__ void cuda_moe_combine_kernel(const float *y, const int32_t *experts,
+                                        const int32_t *position, int k, int hidden, int begin,
+                                        int end, int64_t total, float *residual) {
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
        i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t t = i / hidden, d = i % hidden;
     float sum = 0.0f;
     for (int r = 0; r < k; r++) {
-      const int e = experts[t * k + r];
-      if (e >= begin && e < end) sum += y[(t * k + r) * hidden + d];
+      const int64_t pair = t * k + r;
+      const int e = experts[pair];
+      if (e >= begin && e < end) sum += y[(position ? position[pair] : pair) * hidden + d];
     }
     residual[i] += sum;
   }
@@ -122,20 +127,27 @@ static WeightFormat cuda_moe_format(const MoeArgs *a) {
   return f;
 }
 
-// The kernel and work items' rows for a call of P pairs into g: the wide kernel's 128-row shape
-// for MXFP4 experts whose pairs average CUDA_MOE_WIDE_MIN_ROWS an expert (both products'
-// columns whole stages of it), else the tile kernel's 32 rows, unless GPTOSS_CUDA_MOE_KERNEL
-// chose one kernel (wide32: the wide kernel's 32-row shape) for every call it fits.
-static void cuda_moe_choose(const CudaState *st, WeightFormat fmt, const GptOssConfig *c, size_t P,
-                            CudaMoeGemm *g) {
-  const bool fits = fmt == WEIGHT_MXFP4 && c->hidden_size % CUDA_MOE_WIDE_BK == 0 &&
-                    c->intermediate_size % CUDA_MOE_WIDE_BK == 0;
+// The expert kernel of a call of P pairs: for MXFP4 experts whose pairs average
+// CUDA_MOE_CUBLAS_MIN_ROWS an expert, the cuBLAS path; from CUDA_MOE_WIDE_MIN_ROWS, the wide
+// kernel's 128-row shape (both products' columns whole stages of it); else the tile kernel's 32
+// rows (every BF16 and F32 call: the grouped kernels of their format), unless
+// GPTOSS_CUDA_MOE_KERNEL chose one (wide32: the wide kernel's 32-row shape) for every call it
+// fits. A call cuBLAS does not fit (a graph being recorded) takes what the rows choose below it.
+static CudaMoeKernel cuda_moe_choose(const CudaState *st, WeightFormat fmt, const GptOssConfig *c,
+                                     size_t P) {
+  if (fmt != WEIGHT_MXFP4) return CUDA_MOE_KERNEL_TILE;
+  const size_t E = (size_t)c->num_experts;
+  const CudaMoeKernel by_rows =
+      P >= CUDA_MOE_WIDE_MIN_ROWS * E ? CUDA_MOE_KERNEL_WIDE : CUDA_MOE_KERNEL_TILE;
   CudaMoeKernel k = st->moe_kernel;
   if (k == CUDA_MOE_KERNEL_AUTO)
-    k = P >= (size_t)CUDA_MOE_WIDE_MIN_ROWS * c->num_experts ? CUDA_MOE_KERNEL_WIDE
-                                                             : CUDA_MOE_KERNEL_TILE;
-  g->wide = fits && k != CUDA_MOE_KERNEL_TILE;
-  g->tile_rows = g->wide && k == CUDA_MOE_KERNEL_WIDE ? CUDA_MOE_WIDE_BM : CUDA_MOE_BM;
+    k = P >= CUDA_MOE_CUBLAS_MIN_ROWS * E ? CUDA_MOE_KERNEL_CUBLAS : by_rows;
+  if (k == CUDA_MOE_KERNEL_CUBLAS && !cuda_moe_cublas_fits(st, c)) k = by_rows;
+  const bool wide_fits =
+      c->hidden_size % CUDA_MOE_WIDE_BK == 0 && c->intermediate_size % CUDA_MOE_WIDE_BK == 0;
+  if ((k == CUDA_MOE_KERNEL_WIDE || k == CUDA_MOE_KERNEL_WIDE32) && !wide_fits)
+    k = CUDA_MOE_KERNEL_TILE;
+  return k;
 }
 
 // One expert product (stage 1 or 2) in launches of at most CUDA_MOE_MAX_LAUNCH_EXPERTS experts.
@@ -168,14 +180,18 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
 
   const size_t P = (size_t)T * k;  // (token, rank) pairs
   CudaMoeGemm g = {};
-  cuda_moe_choose(st, fmt, c, P, &g);
+  const CudaMoeKernel kernel = cuda_moe_choose(st, fmt, c, P);
+  const bool cublas = kernel == CUDA_MOE_KERNEL_CUBLAS;
+  g.wide = kernel == CUDA_MOE_KERNEL_WIDE || kernel == CUDA_MOE_KERNEL_WIDE32;
+  g.tile_rows = kernel == CUDA_MOE_KERNEL_WIDE ? CUDA_MOE_WIDE_BM : CUDA_MOE_BM;
   const int tile_rows = g.tile_rows;
   const int max_items = (int)(P / tile_rows) + (num_local < (int)P ? num_local : (int)P);
   const size_t bytes = 10 * 256 + (size_t)T * E * sizeof(float)      // logits
                        + (size_t)T * hidden * sizeof(__nv_bfloat16)  // x_bf16
                        + P * (2 * sizeof(int32_t) + sizeof(float))   // experts, sorted, weights
                        + (size_t)E * sizeof(int) + (size_t)max_items * sizeof(int4) + sizeof(int) +
-                       P * ((size_t)inter + hidden) * sizeof(float);  // act, y
+                       P * ((size_t)inter + hidden) * sizeof(float) +  // act, y
+                       (cublas ? cuda_moe_cublas_scratch(c, P) : 0);
   char *cursor = (char *)cuda_scratch(st, CUDA_SCRATCH_MOE, bytes);
   float *logits = (float *)cuda_take(&cursor, (size_t)T * E * sizeof(float));  // [T, E]
   int32_t *experts = (int32_t *)cuda_take(&cursor, P * sizeof(int32_t));       // [P]
@@ -208,6 +224,14 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
     CUDA_CHECK_LAUNCH();
   }
 
+  CudaMoeCublas m = {};
+  if (cublas) {
+    m.config = c, m.layer = L, m.begin = a->expert_begin, m.num_local = num_local, m.pairs = P;
+    m.experts = experts, m.sorted = sorted, m.pair_weights = weights, m.x_bf16 = x_bf16;
+    m.act = (__nv_bfloat16 *)act, m.y = y;
+    cuda_moe_cublas_gather(st, &m, counts, &cursor);
+  }
+
   g.format = fmt;
   g.items = items;
   g.num_items = num_items;
@@ -223,13 +247,20 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
   g.act_bf16 = (__nv_bfloat16 *)act;  // act's buffer, in bf16 (half of it)
   phase.next(CUDA_PROF_MOE_MLP1);
   g.stage = 1, g.n = 2 * inter, g.k = hidden, g.bias = L->mlp1_bias;
-  cuda_moe_stage(st, &g, L->mlp1, num_local, max_items);
+  if (cublas)
+    cuda_moe_cublas_products(st, m, 1);
+  else
+    cuda_moe_stage(st, &g, L->mlp1, num_local, max_items);
   phase.next(CUDA_PROF_MOE_MLP2);
   g.stage = 2, g.n = hidden, g.k = inter, g.bias = L->mlp2_bias;
-  cuda_moe_stage(st, &g, L->mlp2, num_local, max_items);
+  if (cublas)
+    cuda_moe_cublas_products(st, m, 2);
+  else
+    cuda_moe_stage(st, &g, L->mlp2, num_local, max_items);
   phase.next(CUDA_PROF_MOE_SUM);
 
-  cuda_moe_combine_kernel<<<blocks, 256, 0, st->stream>>>(y, experts, k, hidden, a->expert_begin,
-                                                          a->expert_end, total, a->residual);
+  cuda_moe_combine_kernel<<<blocks, 256, 0, st->stream>>>(y, experts, cublas ? m.position : NULL, k,
+                                                          hidden, a->expert_begin, a->expert_end,
+                                                          total, a->residual);
   CUDA_CHECK_LAUNCH();
 }

@@ -20,6 +20,13 @@
 #define CUDA_MOE_WIDE_BM 128
 #define CUDA_MOE_WIDE_BK 64
 #define CUDA_MOE_WIDE_MIN_ROWS 64
+// The cuBLAS path (cuda_moe_cublas.cu): a call of MXFP4 experts takes it when its pairs average
+// at least CUDA_MOE_CUBLAS_MIN_ROWS an expert (there decoding each weight once per call to bf16
+// and cuBLAS's products beat decoding it once per 128 rows); at most CUDA_MOE_CUBLAS_CHUNK
+// experts' bf16 weights, and CUDA_MOE_CUBLAS_CHUNK_BYTES of them, decoded at a time.
+#define CUDA_MOE_CUBLAS_MIN_ROWS 256
+#define CUDA_MOE_CUBLAS_CHUNK 32
+#define CUDA_MOE_CUBLAS_CHUNK_BYTES ((size_t)256 << 20)
 // Experts whose weight pointers one launch carries (kernel parameters, __grid_constant__).
 #define CUDA_MOE_MAX_LAUNCH_EXPERTS 128
 // Experts the router may score (shared-memory tables of the grouping kernel).
@@ -56,6 +63,38 @@ struct CudaMoeGemm {
   __nv_bfloat16 *act_bf16;      // [pairs, n / 2] (stage 1's output) = [pairs, k] (stage 2's input)
   float *y;                     // [pairs, n]
 };
+
+// A call on the cuBLAS path: the layer's experts [begin, begin + num_local) and the routing
+// (device), the host's row offsets of each local expert's pairs in the gathered block (row[l] ..
+// row[l + 1]; the block is positions first .. of the grouping's sorted order), and the buffers
+// (device): the gathered input rows xs, stage 1's products h1 and SwiGLU act, stage 2's rows y
+// by position, and position[pair] (for the sum).
+struct CudaMoeCublas {
+  const GptOssConfig *config;
+  const LayerWeights *layer;  // mlp1[0], mlp2[0] and the biases: local expert 0 = begin
+  int begin, num_local;
+  size_t pairs;
+  const int32_t *experts, *sorted;  // [pairs] each pair's expert; pair ids by expert
+  const float *pair_weights;        // [pairs]
+  const __nv_bfloat16 *x_bf16;      // [tokens, hidden]
+  int64_t first;
+  int64_t row[CUDA_MOE_MAX_EXPERTS + 1];
+  __nv_bfloat16 *xs, *h1, *act;  // [rows, hidden], [rows, 2 inter], [rows, inter]
+  float *y;                      // [pairs, hidden]
+  int32_t *position;             // [pairs]
+};
+
+// Whether a call may take the cuBLAS path now: widths of whole 32-column blocks, and no graph
+// being recorded (the path waits for the experts' counts on the host).
+bool cuda_moe_cublas_fits(const CudaState *st, const GptOssConfig *c);
+// The MoE scratch the path needs beyond the grouped kernels' (position, xs, h1).
+size_t cuda_moe_cublas_scratch(const GptOssConfig *c, size_t pairs);
+// After the grouping: the counts to the host (a wait), the row offsets, the buffers carved from
+// cursor (cuda_moe_cublas_scratch's bytes), the input rows gathered and the positions written.
+// counts: [experts] (device)
+void cuda_moe_cublas_gather(CudaState *st, CudaMoeCublas *m, const int *counts, char **cursor);
+// Stage 1 (mlp1, bias, SwiGLU into act) or 2 (mlp2, bias, routing weight into y).
+void cuda_moe_cublas_products(CudaState *st, const CudaMoeCublas &m, int stage);
 
 // Runs one launch with max_items blocks of items (a bound on *num_items) on the stream.
 void cuda_moe_gemm(CudaState *st, const CudaMoeGemm &g, int max_items);
