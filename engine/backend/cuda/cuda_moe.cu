@@ -142,7 +142,7 @@ static CudaMoeKernel cuda_moe_choose(const CudaState *st, WeightFormat fmt, cons
   CudaMoeKernel k = st->moe_kernel;
   if (k == CUDA_MOE_KERNEL_AUTO)
     k = P >= CUDA_MOE_CUBLAS_MIN_ROWS * E ? CUDA_MOE_KERNEL_CUBLAS : by_rows;
-  if (k == CUDA_MOE_KERNEL_CUBLAS && !cuda_moe_cublas_fits(st, c)) k = by_rows;
+  if (k == CUDA_MOE_KERNEL_CUBLAS && !cuda_moe_cublas_fits(c)) k = by_rows;
   const bool wide_fits =
       c->hidden_size % CUDA_MOE_WIDE_BK == 0 && c->intermediate_size % CUDA_MOE_WIDE_BK == 0;
   if ((k == CUDA_MOE_KERNEL_WIDE || k == CUDA_MOE_KERNEL_WIDE32) && !wide_fits)

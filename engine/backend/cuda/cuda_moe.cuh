@@ -86,7 +86,7 @@ struct CudaMoeCublas {
 
 // Whether a call may take the cuBLAS path now: widths of whole 32-column blocks, and no graph
 // being recorded (the path waits for the experts' counts on the host).
-bool cuda_moe_cublas_fits(const CudaState *st, const GptOssConfig *c);
+bool cuda_moe_cublas_fits(const GptOssConfig *c);
 // The MoE scratch the path needs beyond the grouped kernels' (position, xs, h1).
 size_t cuda_moe_cublas_scratch(const GptOssConfig *c, size_t pairs);
 // After the grouping: the counts to the host (a wait), the row offsets, the buffers carved from

@@ -89,9 +89,8 @@ __global__ void cuda_moe_weigh_rows_kernel(const int32_t *sorted, const int32_t 
   }
 }
 
-bool cuda_moe_cublas_fits(const CudaState *st, const GptOssConfig *c) {
-  return c->hidden_size % 32 == 0 && c->intermediate_size % 32 == 0 && !cuda_graph_recording() &&
-         st->cublas != NULL;
+bool cuda_moe_cublas_fits(const GptOssConfig *c) {
+  return c->hidden_size % 32 == 0 && c->intermediate_size % 32 == 0 && !cuda_graph_recording();
 }
 
 size_t cuda_moe_cublas_scratch(const GptOssConfig *c, size_t pairs) {
