@@ -46,6 +46,8 @@
 #                each of GPU_CHECK_SERVE_MODES (sync: the defaults, a bf16 KV cache; async:
 #                --async-scheduling; kv-f32: --kv-cache-dtype float32, the cache bf16 halves;
 #                moe-wide32: GPTOSS_CUDA_MOE_KERNEL=wide32, the wide MoE kernel on decode items;
+#                moe-no-cublas: GPTOSS_CUDA_MOE_CUBLAS_ROWS=0, prefill MoE calls on the wide
+#                kernel instead of the cuBLAS path;
 #                plain-kv: --disable-hybrid-kv-cache-manager, for what the hybrid cache gives;
 #                eager: --enforce-eager, for what the decode steps' CUDA graphs give;
 #                host-sampling: GPTOSS_HOST_SAMPLING=1, for what device sampling saves;
@@ -435,6 +437,7 @@ for mode in $serve_modes; do
   host_sampling=0
   profile=0
   moe_kernel=${GPTOSS_CUDA_MOE_KERNEL:-auto}
+  cublas_rows=${GPTOSS_CUDA_MOE_CUBLAS_ROWS:-}
   sampling=()
   case $mode in
     sync) ;;
@@ -443,11 +446,12 @@ for mode in $serve_modes; do
     plain-kv) flags=(--disable-hybrid-kv-cache-manager) ;;
     eager) flags=(--enforce-eager) ;;
     moe-wide32) moe_kernel=wide32 ;;
+    moe-no-cublas) cublas_rows=0 ;;
     host-sampling) host_sampling=1 ;;
     top-p) sampling=(--temperature 1.0 --top-k 50 --top-p 0.9 --logprobs 5) ;;
     profile) profile=1 ;;
     baseline) ;;
-    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, kv-f32, plain-kv, eager, moe-wide32, host-sampling, top-p, profile, baseline)"; continue ;;
+    *) record "serve-$mode" FAIL "unknown mode (GPU_CHECK_SERVE_MODES: sync, async, kv-f32, plain-kv, eager, moe-wide32, moe-no-cublas, host-sampling, top-p, profile, baseline)"; continue ;;
   esac
   if [ "$mode" = baseline ] && [ ! -x "$bin/baseline/gptoss-engine" ]; then
     record "serve-$mode" FAIL "no baseline staged (gpu-stage.sh with GPU_STAGE_BASELINE=REV)"
@@ -457,7 +461,7 @@ for mode in $serve_modes; do
   serve_engine=$engine
   [ "$mode" = baseline ] && serve_engine=$bin/baseline/gptoss-engine
   if GPTOSS_HOST_SAMPLING=$host_sampling GPTOSS_CUDA_PROFILE=$profile GPTOSS_CUDA_MOE_KERNEL=$moe_kernel \
-       serve_start "$out/serve-$mode.log" "$serve_model" --load-format dummy \
+       GPTOSS_CUDA_MOE_CUBLAS_ROWS=$cublas_rows serve_start "$out/serve-$mode.log" "$serve_model" --load-format dummy \
        --weight-format bf16 "${flags[@]}"; then
     record "serve-$mode" PASS "ready in $(( $(date +%s) - t0 )) s"
     if [ "$mode" != host-sampling ] && [[ $workloads == *" random "* ]]; then

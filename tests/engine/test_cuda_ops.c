@@ -202,6 +202,13 @@ static void test_no_device_is_reported(void **state) {
   if (!strstr(err, "built without CUDA"))
     assert_non_null(
         strstr(err, "GPTOSS_CUDA_MOE_KERNEL=widest: expected auto, tile, wide, wide32 or cublas"));
+  assert_null(gpu_with("GPTOSS_CUDA_MOE_CUBLAS_ROWS", "-1", err, sizeof err));
+  print_message("# with GPTOSS_CUDA_MOE_CUBLAS_ROWS=-1: %s\n", err);
+  if (!strstr(err, "built without CUDA"))
+    assert_non_null(strstr(err, "GPTOSS_CUDA_MOE_CUBLAS_ROWS=-1: expected the pairs an expert"));
+  assert_null(gpu_with("GPTOSS_CUDA_MOE_WIDE_ROWS", "64x", err, sizeof err));
+  if (!strstr(err, "built without CUDA"))
+    assert_non_null(strstr(err, "GPTOSS_CUDA_MOE_WIDE_ROWS=64x: expected"));
   assert_null(gpu_with("GPTOSS_CUDA_ATTN_KERNEL", "flashy", err, sizeof err));
   print_message("# with GPTOSS_CUDA_ATTN_KERNEL=flashy: %s\n", err);
   if (!strstr(err, "built without CUDA"))
@@ -1082,7 +1089,9 @@ static void test_moe_wide(void **state) {
 // one product per expert). By default a call of MXFP4 experts takes it when its pairs average
 // 256 or more per expert: 600 tokens of top-4 over 8 experts (300), with the clamps, an expert
 // range (rows before and after the range's in the sorted order), idle experts, 40 experts (two
-// chunks: 32 experts' weights decoded at a time) and GPT-OSS's widths.
+// chunks: 32 experts' weights decoded at a time) and GPT-OSS's widths; then with the threshold
+// moved (GPTOSS_CUDA_MOE_CUBLAS_ROWS): 1 (5 tokens take the path) and 0 (never: 600 tokens take
+// the wide kernel).
 static void test_moe_cublas(void **state) {
   NEED_GPU(state);
   Twins *t = *state;
@@ -1103,6 +1112,19 @@ static void test_moe_cublas(void **state) {
   moe_init(t, &m, 2880, 2880, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1460);
   check_moe(t, &m, "cublas, gpt-oss widths 2880/2880, 8x top-4", 600, 1.0f, false, 0, 8, 1461);
   moe_free(t, &m);
+  const char *rows[] = {"1", "0"};
+  const int tokens[] = {5, 600};
+  for (int i = 0; i < 2; i++) {
+    char err[512], name[96];
+    Twins moved = {t->cpu, gpu_with("GPTOSS_CUDA_MOE_CUBLAS_ROWS", rows[i], err, sizeof err), NULL};
+    if (!moved.gpu) print_error("cuda_backend_create: %s\n", err);
+    assert_non_null(moved.gpu);
+    moe_init(&moved, &m, 192, 320, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1470);
+    snprintf(name, sizeof name, "GPTOSS_CUDA_MOE_CUBLAS_ROWS=%s, 192/320 8x top-4", rows[i]);
+    check_moe(&moved, &m, name, tokens[i], 1.0f, false, 0, 8, 1471 + i);
+    moe_free(&moved, &m);
+    moved.gpu->destroy(moved.gpu);
+  }
 }
 
 // GPTOSS_CUDA_MOE_KERNEL=wide, wide32 or cublas: the wide kernel's 128-row or 32-row shape, or

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_internal.cuh"
+#include "backend/cuda/cuda_moe.cuh"
 
 void cuda_fail(const char *file, int line, const char *call, const char *what) {
   fprintf(stderr, "gptoss-engine: CUDA error at %s:%d: %s: %s\n", file, line, call, what);
@@ -230,6 +231,26 @@ static bool cuda_moe_kernel_from_env(CudaMoeKernel *kernel, char *err, size_t er
   return true;
 }
 
+// Environment variable name (unset: fallback) as a number of rows an expert into *rows, 0
+// (never) to 1 << 20; false with the reason for another value.
+static bool cuda_rows_from_env(const char *name, int fallback, int *rows, char *err,
+                               size_t err_size) {
+  const char *v = getenv(name);
+  *rows = fallback;
+  if (!v || !*v) return true;
+  char *end;
+  const long n = strtol(v, &end, 10);
+  if (*end || n < 0 || n > 1 << 20) {
+    snprintf(err, err_size,
+             "%s=%s: expected the pairs an expert, on average, from which a call takes that path "
+             "(0: never; default %d)",
+             name, v, fallback);
+    return false;
+  }
+  *rows = (int)n;
+  return true;
+}
+
 // GPTOSS_CUDA_ATTN_KERNEL (unset: auto) into *kernel; false with the reason for another value.
 static bool cuda_attn_kernel_from_env(CudaAttnKernel *kernel, char *err, size_t err_size) {
   const char *v = getenv("GPTOSS_CUDA_ATTN_KERNEL");
@@ -247,7 +268,12 @@ static bool cuda_attn_kernel_from_env(CudaAttnKernel *kernel, char *err, size_t 
 Backend *cuda_backend_create(int device, char *err, size_t err_size) {
   CudaMoeKernel moe_kernel;
   CudaAttnKernel attn_kernel;
+  int wide_rows, cublas_rows;
   if (!cuda_moe_kernel_from_env(&moe_kernel, err, err_size) ||
+      !cuda_rows_from_env("GPTOSS_CUDA_MOE_WIDE_ROWS", CUDA_MOE_WIDE_MIN_ROWS, &wide_rows, err,
+                          err_size) ||
+      !cuda_rows_from_env("GPTOSS_CUDA_MOE_CUBLAS_ROWS", CUDA_MOE_CUBLAS_MIN_ROWS, &cublas_rows,
+                          err, err_size) ||
       !cuda_attn_kernel_from_env(&attn_kernel, err, err_size))
     return NULL;
   int count = 0;
@@ -266,6 +292,7 @@ Backend *cuda_backend_create(int device, char *err, size_t err_size) {
   CudaState *st = (CudaState *)xcalloc(1, sizeof(*st));
   st->device = device;
   st->moe_kernel = moe_kernel;
+  st->moe_wide_rows = wide_rows, st->moe_cublas_rows = cublas_rows;
   st->attn_kernel = attn_kernel;
   cudaDeviceProp prop;
   cublasStatus_t cs;

@@ -116,6 +116,9 @@ enum CudaAttnKernel { CUDA_ATTN_KERNEL_AUTO, CUDA_ATTN_KERNEL_CUDA_CORES };
 struct CudaState {
   int device;
   CudaMoeKernel moe_kernel;
+  // auto's thresholds in pairs an expert (0: never): GPTOSS_CUDA_MOE_WIDE_ROWS and
+  // GPTOSS_CUDA_MOE_CUBLAS_ROWS, default CUDA_MOE_WIDE_MIN_ROWS and CUDA_MOE_CUBLAS_MIN_ROWS
+  int moe_wide_rows, moe_cublas_rows;
   CudaAttnKernel attn_kernel;
   char name[256];
   cudaStream_t stream;  // every op runs on it, in order

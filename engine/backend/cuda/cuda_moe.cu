@@ -128,20 +128,20 @@ static WeightFormat cuda_moe_format(const MoeArgs *a) {
 }
 
 // The expert kernel of a call of P pairs: for MXFP4 experts whose pairs average
-// CUDA_MOE_CUBLAS_MIN_ROWS an expert, the cuBLAS path; from CUDA_MOE_WIDE_MIN_ROWS, the wide
-// kernel's 128-row shape (both products' columns whole stages of it); else the tile kernel's 32
-// rows (every BF16 and F32 call: the grouped kernels of their format), unless
+// st->moe_cublas_rows an expert, the cuBLAS path; from st->moe_wide_rows, the wide kernel's
+// 128-row shape (both products' columns whole stages of it); else the tile kernel's 32 rows
+// (every BF16 and F32 call: the grouped kernels of their format), unless
 // GPTOSS_CUDA_MOE_KERNEL chose one (wide32: the wide kernel's 32-row shape) for every call it
 // fits. A call cuBLAS does not fit (a graph being recorded) takes what the rows choose below it.
 static CudaMoeKernel cuda_moe_choose(const CudaState *st, WeightFormat fmt, const GptOssConfig *c,
                                      size_t P) {
   if (fmt != WEIGHT_MXFP4) return CUDA_MOE_KERNEL_TILE;
   const size_t E = (size_t)c->num_experts;
+  const auto from = [&](int rows) { return rows > 0 && P >= (size_t)rows * E; };
   const CudaMoeKernel by_rows =
-      P >= CUDA_MOE_WIDE_MIN_ROWS * E ? CUDA_MOE_KERNEL_WIDE : CUDA_MOE_KERNEL_TILE;
+      from(st->moe_wide_rows) ? CUDA_MOE_KERNEL_WIDE : CUDA_MOE_KERNEL_TILE;
   CudaMoeKernel k = st->moe_kernel;
-  if (k == CUDA_MOE_KERNEL_AUTO)
-    k = P >= CUDA_MOE_CUBLAS_MIN_ROWS * E ? CUDA_MOE_KERNEL_CUBLAS : by_rows;
+  if (k == CUDA_MOE_KERNEL_AUTO) k = from(st->moe_cublas_rows) ? CUDA_MOE_KERNEL_CUBLAS : by_rows;
   if (k == CUDA_MOE_KERNEL_CUBLAS && !cuda_moe_cublas_fits(c)) k = by_rows;
   const bool wide_fits =
       c->hidden_size % CUDA_MOE_WIDE_BK == 0 && c->intermediate_size % CUDA_MOE_WIDE_BK == 0;

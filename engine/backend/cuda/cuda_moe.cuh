@@ -15,13 +15,14 @@
 // The wide MXFP4 kernels (cuda_moe_wide.cu): token rows per work item of the prefill shape (the
 // other takes CUDA_MOE_BM-row items) and columns per shared stage (hidden and intermediate sizes
 // must be multiples of it). A call takes the prefill shape when its pairs average at least
-// CUDA_MOE_WIDE_MIN_ROWS per expert: there a decoded weight serves up to 128 token rows, where
-// the tile kernel's serves 32.
+// CUDA_MOE_WIDE_MIN_ROWS per expert (GPTOSS_CUDA_MOE_WIDE_ROWS moves it): there a decoded weight
+// serves up to 128 token rows, where the tile kernel's serves 32.
 #define CUDA_MOE_WIDE_BM 128
 #define CUDA_MOE_WIDE_BK 64
 #define CUDA_MOE_WIDE_MIN_ROWS 64
 // The cuBLAS path (cuda_moe_cublas.cu): a call of MXFP4 experts takes it when its pairs average
-// at least CUDA_MOE_CUBLAS_MIN_ROWS an expert (there decoding each weight once per call to bf16
+// at least CUDA_MOE_CUBLAS_MIN_ROWS an expert (GPTOSS_CUDA_MOE_CUBLAS_ROWS moves it; there
+// decoding each weight once per call to bf16
 // and cuBLAS's products beat decoding it once per 128 rows); at most CUDA_MOE_CUBLAS_CHUNK
 // experts' bf16 weights, and CUDA_MOE_CUBLAS_CHUNK_BYTES of them, decoded at a time.
 #define CUDA_MOE_CUBLAS_MIN_ROWS 256
