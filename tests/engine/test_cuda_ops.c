@@ -27,11 +27,12 @@
 //   bf16      BF16/MXFP4 linear on float32 inputs: the GPU rounds each x_c to bf16 (relative
 //             error <= 2^-9), so |d| <= 2^-9 sum_c |x_c w_c| is a hard bound; we allow 2^-8.
 //   moe       MXFP4/BF16 experts: the GPU rounds the MoE input and the SwiGLU output to bf16 for
-//             its tensor cores (the CPU twin keeps float32): on the MoE's contribution to the
-//             residual, ||d|| / ||want|| <= 1e-2 and |d| <= 2e-2 (max |want| + |want|).
-//             F32 experts run in float32 on both: ||d|| / ||want|| <= 2e-5 and
-//             |d| <= 2e-5 max |want| + 1e-4 |want|. Routers here are F32 (or BF16 on bf16
-//             inputs), so both sides pick the same experts.
+//             its tensor cores, and on the cuBLAS path mlp1's products too, before their bias
+//             (as vLLM's fused MoE does; the CPU twin keeps float32): on the MoE's contribution to
+//             the residual, ||d|| / ||want|| <= 1e-2 and |d| <= 2e-2 (max |want| + |want|). F32
+//             experts run in float32 on both: ||d|| / ||want|| <= 2e-5 and |d| <= 2e-5 max |want| +
+//             1e-4 |want|. Routers here are F32 (or BF16 on bf16 inputs), so both sides pick the
+//             same experts.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -987,6 +988,8 @@ static void moe_set_scales(Twins *t, Moe *m, int lo, int hi, uint64_t seed) {
 // The decode's two paths (cuda_decode.cuh): block scales 2 .. 128 take one bf16x2 product,
 // others the float path. Scales up to 2^4 cross from one to the other within a row; 2^63 .. 2^67
 // take the float path only. x is small enough that mlp1's products stay inside the SwiGLU's clamp.
+// 37 tokens go through the tile kernel, 600 through the cuBLAS path (intermediate 96: widths of
+// whole 32-column blocks that the wide kernel's 64-column stages do not fit).
 static void test_moe_mxfp4_scale_paths(void **state) {
   NEED_GPU(state);
   Twins *t = *state;
@@ -999,6 +1002,7 @@ static void test_moe_mxfp4_scale_paths(void **state) {
     snprintf(name, sizeof name, "mxfp4 scales %d .. %d", ranges[i][0], ranges[i][1]);
     const float x_scale = ldexpf(1.0f, 127 - ranges[i][1] - 4);
     check_moe(t, &m, name, 37, x_scale, false, 0, 8, 960 + i);
+    check_moe(t, &m, name, 600, x_scale, false, 0, 8, 970 + i);  // the cuBLAS path's decode
     moe_free(t, &m);
   }
 }
@@ -1085,11 +1089,33 @@ static void test_moe_wide(void **state) {
   moe_free(t, &m);
 }
 
+// Whether two runs of the same MoE call on the GPU give the same bits (the grouping orders an
+// expert's pairs differently each time; cuda_moe.cu says why that may matter).
+static bool moe_repeats_bits(Twins *t, const Moe *m, int num_tokens, uint64_t seed) {
+  Rng r = {seed};
+  const size_t n = (size_t)num_tokens * m->c.hidden_size;
+  float *x = random_floats(&r, n, 1.0f), *zero = xcalloc(n, sizeof(float)), *out[2];
+  float *dx = dev_copy(t->gpu, x, n * sizeof(float));
+  for (int run = 0; run < 2; run++) {
+    float *dres = dev_copy(t->gpu, zero, n * sizeof(float));
+    MoeArgs a = {&m->c, &m->dev.layers[0], dx, num_tokens, 0, m->c.num_experts, dres, NULL};
+    t->gpu->moe(t->gpu, &a);
+    out[run] = host_copy(t->gpu, dres, n * sizeof(float));
+    t->gpu->free(t->gpu, dres);
+  }
+  const bool same = memcmp(out[0], out[1], n * sizeof(float)) == 0;
+  free(x), free(zero), free(out[0]), free(out[1]);
+  t->gpu->free(t->gpu, dx);
+  return same;
+}
+
 // The cuBLAS path (cuda_moe_cublas.cu: weights decoded to bf16 a chunk of experts at a time,
 // one product per expert). By default a call of MXFP4 experts takes it when its pairs average
 // 256 or more per expert: 600 tokens of top-4 over 8 experts (300), with the clamps, an expert
-// range (rows before and after the range's in the sorted order), idle experts, 40 experts (two
-// chunks: 32 experts' weights decoded at a time) and GPT-OSS's widths; then with the threshold
+// range (rows before and after the range's in the sorted order), idle experts (and a range of
+// idle experts only: no rows), 40 experts (two chunks: 32 experts' weights decoded at a time) and
+// GPT-OSS's widths (one expert's mlp1 a chunk; the call run twice says whether its bits repeat);
+// then with the threshold
 // moved (GPTOSS_CUDA_MOE_CUBLAS_ROWS): 1 (5 tokens take the path) and 0 (never: 600 tokens take
 // the wide kernel).
 static void test_moe_cublas(void **state) {
@@ -1104,6 +1130,7 @@ static void test_moe_cublas(void **state) {
   const float bias[8] = {3.0f, 2.9f, 2.8f, 0.5f, 0.4f, 0.3f, -40.0f, -40.0f};
   moe_init(t, &m, 128, 128, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, bias, 1450);
   check_moe(t, &m, "cublas, uneven (idle experts 6, 7)", 600, 0.1f, false, 0, 8, 1451);
+  check_moe(t, &m, "cublas, range of idle experts only", 600, 0.1f, false, 6, 8, 1452);
   moe_free(t, &m);
   moe_init(t, &m, 128, 128, 40, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1455);
   check_moe(t, &m, "cublas, 40 experts (two chunks)", 2600, 1.0f, false, 0, 40, 1456);
@@ -1111,6 +1138,9 @@ static void test_moe_cublas(void **state) {
   moe_free(t, &m);
   moe_init(t, &m, 2880, 2880, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1460);
   check_moe(t, &m, "cublas, gpt-oss widths 2880/2880, 8x top-4", 600, 1.0f, false, 0, 8, 1461);
+  print_message(
+      "# cublas path, 600 tokens at gpt-oss widths, twice: %s\n",
+      moe_repeats_bits(t, &m, 600, 1462) ? "the same bits" : "other bits (see cuda_moe.cu)");
   moe_free(t, &m);
   const char *rows[] = {"1", "0"};
   const int tokens[] = {5, 600};

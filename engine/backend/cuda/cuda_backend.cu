@@ -231,23 +231,20 @@ static bool cuda_moe_kernel_from_env(CudaMoeKernel *kernel, char *err, size_t er
   return true;
 }
 
-// Environment variable name (unset: fallback) as a number of rows an expert into *rows, 0
-// (never) to 1 << 20; false with the reason for another value.
-static bool cuda_rows_from_env(const char *name, int fallback, int *rows, char *err,
-                               size_t err_size) {
+// Environment variable name (unset: fallback) as an integer from least to 1 << 20 into *value;
+// false with the reason (what the number is) for another value.
+static bool cuda_int_from_env(const char *name, int fallback, int least, const char *what,
+                              int *value, char *err, size_t err_size) {
   const char *v = getenv(name);
-  *rows = fallback;
+  *value = fallback;
   if (!v || !*v) return true;
   char *end;
   const long n = strtol(v, &end, 10);
-  if (*end || n < 0 || n > 1 << 20) {
-    snprintf(err, err_size,
-             "%s=%s: expected the pairs an expert, on average, from which a call takes that path "
-             "(0: never; default %d)",
-             name, v, fallback);
+  if (*end || n < least || n > 1 << 20) {
+    snprintf(err, err_size, "%s=%s: expected %s (default %d)", name, v, what, fallback);
     return false;
   }
-  *rows = (int)n;
+  *value = (int)n;
   return true;
 }
 
@@ -268,12 +265,17 @@ static bool cuda_attn_kernel_from_env(CudaAttnKernel *kernel, char *err, size_t 
 Backend *cuda_backend_create(int device, char *err, size_t err_size) {
   CudaMoeKernel moe_kernel;
   CudaAttnKernel attn_kernel;
-  int wide_rows, cublas_rows;
+  int wide_rows, cublas_rows, chunk_mib;
+  const char *rows =
+      "the pairs an expert, on average, from which a MoE call takes that path (0: never)";
   if (!cuda_moe_kernel_from_env(&moe_kernel, err, err_size) ||
-      !cuda_rows_from_env("GPTOSS_CUDA_MOE_WIDE_ROWS", CUDA_MOE_WIDE_MIN_ROWS, &wide_rows, err,
-                          err_size) ||
-      !cuda_rows_from_env("GPTOSS_CUDA_MOE_CUBLAS_ROWS", CUDA_MOE_CUBLAS_MIN_ROWS, &cublas_rows,
-                          err, err_size) ||
+      !cuda_int_from_env("GPTOSS_CUDA_MOE_WIDE_ROWS", CUDA_MOE_WIDE_MIN_ROWS, 0, rows, &wide_rows,
+                         err, err_size) ||
+      !cuda_int_from_env("GPTOSS_CUDA_MOE_CUBLAS_ROWS", CUDA_MOE_CUBLAS_MIN_ROWS, 0, rows,
+                         &cublas_rows, err, err_size) ||
+      !cuda_int_from_env("GPTOSS_CUDA_MOE_CUBLAS_CHUNK_MIB", CUDA_MOE_CUBLAS_CHUNK_MIB, 1,
+                         "the MiB of experts' weights the cuBLAS path decodes at a time",
+                         &chunk_mib, err, err_size) ||
       !cuda_attn_kernel_from_env(&attn_kernel, err, err_size))
     return NULL;
   int count = 0;
@@ -293,6 +295,7 @@ Backend *cuda_backend_create(int device, char *err, size_t err_size) {
   st->device = device;
   st->moe_kernel = moe_kernel;
   st->moe_wide_rows = wide_rows, st->moe_cublas_rows = cublas_rows;
+  st->moe_cublas_chunk_bytes = (size_t)chunk_mib << 20;
   st->attn_kernel = attn_kernel;
   cudaDeviceProp prop;
   cublasStatus_t cs;

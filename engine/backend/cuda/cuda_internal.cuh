@@ -119,6 +119,7 @@ struct CudaState {
   // auto's thresholds in pairs an expert (0: never): GPTOSS_CUDA_MOE_WIDE_ROWS and
   // GPTOSS_CUDA_MOE_CUBLAS_ROWS, default CUDA_MOE_WIDE_MIN_ROWS and CUDA_MOE_CUBLAS_MIN_ROWS
   int moe_wide_rows, moe_cublas_rows;
+  size_t moe_cublas_chunk_bytes;  // GPTOSS_CUDA_MOE_CUBLAS_CHUNK_MIB (CUDA_MOE_CUBLAS_CHUNK_MIB)
   CudaAttnKernel attn_kernel;
   char name[256];
   cudaStream_t stream;  // every op runs on it, in order

@@ -5,9 +5,12 @@
 // CUDA_MOE_WIDE_BM for the wide kernel, for the experts in [expert_begin, expert_end), a
 // scatter), the grouped expert kernels run mlp1 + SwiGLU and mlp2 (cuda_moe_gemm.cu; for
 // prefill-sized calls cuBLAS on weights decoded to bf16, cuda_moe_cublas.cu), and each token's
-// weighted expert rows are summed in rank order into the residual. The order of pairs within an
-// expert does not change any row's result, so the op is deterministic. Nothing leaves the device;
-// no host synchronisation but the cuBLAS path's one read of the experts' counts.
+// weighted expert rows are summed in rank order into the residual. The grouping's scatter
+// orders an expert's pairs differently from call to call; on the grouped kernels that changes
+// no row's result, so the op is deterministic there; on the cuBLAS path a row's bits may depend
+// on its place among its expert's rows (cuBLAS's tiling; test_cuda_ops says whether they did).
+// Nothing leaves the device; no host synchronisation but the cuBLAS path's one read of the
+// experts' counts.
 #include <cub/block/block_scan.cuh>
 
 #include "backend/cuda/cuda_moe.cuh"
@@ -224,14 +227,6 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
     CUDA_CHECK_LAUNCH();
   }
 
-  CudaMoeCublas m = {};
-  if (cublas) {
-    m.config = c, m.layer = L, m.begin = a->expert_begin, m.num_local = num_local, m.pairs = P;
-    m.experts = experts, m.sorted = sorted, m.pair_weights = weights, m.x_bf16 = x_bf16;
-    m.act = (__nv_bfloat16 *)act, m.y = y;
-    cuda_moe_cublas_gather(st, &m, counts, &cursor);
-  }
-
   g.format = fmt;
   g.items = items;
   g.num_items = num_items;
@@ -245,7 +240,15 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
   g.y = y;
   g.x_bf16 = x_bf16;
   g.act_bf16 = (__nv_bfloat16 *)act;  // act's buffer, in bf16 (half of it)
-  phase.next(CUDA_PROF_MOE_MLP1);
+  phase.next(CUDA_PROF_MOE_MLP1);     // on the cuBLAS path with its wait for the counts
+  CudaMoeCublas m = {};
+  if (cublas) {
+    m.config = c, m.layer = L, m.begin = a->expert_begin, m.num_local = num_local, m.pairs = P;
+    m.experts = experts, m.sorted = sorted, m.pair_weights = weights, m.x_bf16 = x_bf16;
+    m.act = (__nv_bfloat16 *)act, m.y = y;
+    cuda_moe_cublas_gather(st, &m, counts, &cursor);
+  }
+
   g.stage = 1, g.n = 2 * inter, g.k = hidden, g.bias = L->mlp1_bias;
   if (cublas)
     cuda_moe_cublas_products(st, m, 1);

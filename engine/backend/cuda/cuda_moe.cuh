@@ -22,12 +22,14 @@
 #define CUDA_MOE_WIDE_MIN_ROWS 64
 // The cuBLAS path (cuda_moe_cublas.cu): a call of MXFP4 experts takes it when its pairs average
 // at least CUDA_MOE_CUBLAS_MIN_ROWS an expert (GPTOSS_CUDA_MOE_CUBLAS_ROWS moves it; there
-// decoding each weight once per call to bf16
-// and cuBLAS's products beat decoding it once per 128 rows); at most CUDA_MOE_CUBLAS_CHUNK
-// experts' bf16 weights, and CUDA_MOE_CUBLAS_CHUNK_BYTES of them, decoded at a time.
+// decoding each weight once per call to bf16 and cuBLAS's products beat decoding it once per 128
+// rows); it decodes CUDA_MOE_CUBLAS_CHUNK_MIB of experts' bf16 weights at a time
+// (GPTOSS_CUDA_MOE_CUBLAS_CHUNK_MIB), at least one expert and at most CUDA_MOE_CUBLAS_CHUNK: by
+// default one expert of gpt-oss's mlp1 (33 MB) or two of its mlp2, which an H100's or H200's 50
+// MB of L2 may still hold when cuBLAS reads them back.
 #define CUDA_MOE_CUBLAS_MIN_ROWS 256
 #define CUDA_MOE_CUBLAS_CHUNK 32
-#define CUDA_MOE_CUBLAS_CHUNK_BYTES ((size_t)256 << 20)
+#define CUDA_MOE_CUBLAS_CHUNK_MIB 32
 // Experts whose weight pointers one launch carries (kernel parameters, __grid_constant__).
 #define CUDA_MOE_MAX_LAUNCH_EXPERTS 128
 // Experts the router may score (shared-memory tables of the grouping kernel).

@@ -22,71 +22,73 @@ struct CudaMoeDecodeChunk {
   int count, n, k;
 };
 
-// out[i] = chunk expert i's weights in bf16, row-major [n, k]: 8 columns (one stored word) per
-// thread, grid-stride.   out: [count, n, k]
+// out[blockIdx.y] = chunk expert blockIdx.y's weights in bf16, row-major [n, k]: 8 columns (one
+// stored word) per thread, grid-stride over the expert's n * k / 8 words (32-bit: at most 2^31).
+// out: [count, n, k]
 __global__ void cuda_moe_decode_chunk_kernel(const __grid_constant__ CudaMoeDecodeChunk d,
                                              uint4 *out) {
-  const int64_t words = (int64_t)d.n * (d.k / 8), total = words * d.count;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int e = (int)(i / words);
-    const int64_t word = i % words, row = word / (d.k / 8), col = word % (d.k / 8) * 8;
+  const int e = blockIdx.y, words_per_row = d.k / 8, words = d.n * words_per_row;
+  const uint32_t *w = d.w[e];
+  const uint8_t *scales = d.scales[e];
+  uint4 *dst = out + (int64_t)e * words;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < words; i += gridDim.x * blockDim.x) {
+    const int row = i / words_per_row, col = i % words_per_row * 8;
     uint32_t pairs[4];
-    cuda_mxfp4_decode_word(__ldg(d.w[e] + word), __ldg(d.scales[e] + row * (d.k / 32) + col / 32),
-                           pairs);
-    out[i] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+    cuda_mxfp4_decode_word(__ldg(w + i), __ldg(scales + row * (d.k / 32) + col / 32), pairs);
+    dst[i] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
   }
 }
 
-// xs[r] = the bf16 input row of the pair at position first + r, and position[that pair] =
-// first + r. hidden a multiple of 8.   xs: [rows, hidden]
+// Row r of the block (blockIdx.y, grid-stride over rows): xs[r] = the bf16 input row of the pair
+// at position first + r, and position[that pair] = first + r. hidden a multiple of 8.
+// xs: [rows, hidden]
 __global__ void cuda_moe_gather_kernel(const __nv_bfloat16 *x_bf16, const int32_t *sorted,
-                                       int top_k, int hidden, int64_t first, int64_t rows,
+                                       int top_k, int hidden, int64_t first, int rows,
                                        __nv_bfloat16 *xs, int32_t *position) {
-  const int64_t pieces = hidden / 8, total = rows * pieces;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t r = i / pieces, p = i % pieces;
+  const int pieces = hidden / 8;
+  for (int r = blockIdx.y; r < rows; r += gridDim.y) {
     const int32_t pair = sorted[first + r];
-    ((uint4 *)xs)[i] = ((const uint4 *)x_bf16)[(int64_t)(pair / top_k) * pieces + p];
-    if (p == 0) position[pair] = (int32_t)(first + r);
+    const uint4 *src = (const uint4 *)(x_bf16 + (int64_t)(pair / top_k) * hidden);
+    uint4 *dst = (uint4 *)(xs + (int64_t)r * hidden);
+    for (int p = threadIdx.x; p < pieces; p += blockDim.x) dst[p] = src[p];
+    if (threadIdx.x == 0) position[pair] = (int32_t)(first + r);
   }
 }
 
-// Stage 1's epilogue over local rows [r0, r1): act[r] = SwiGLU(h1[r] + the row's expert's bias).
-// h1: [rows, 2 inter] bf16; act: [rows, inter] bf16; bias: [local experts, 2 inter]
+// Stage 1's epilogue, a row per block (grid-stride): act[r] = SwiGLU(h1[r] + the row's expert's
+// bias). h1: [rows, 2 inter] bf16; act: [rows, inter] bf16; bias: [local experts, 2 inter]
 __global__ void cuda_moe_swiglu_rows_kernel(const __nv_bfloat162 *h1, const int32_t *sorted,
                                             const int32_t *experts, int64_t first, int begin,
-                                            int inter, int64_t r0, int64_t r1, const float *bias,
-                                            float limit, __nv_bfloat16 *act) {
-  const int64_t total = (r1 - r0) * inter;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t r = r0 + i / inter;
-    const int j = (int)(i % inter);
-    const int e = experts[sorted[first + r]] - begin;
-    const float2 v = __bfloat1622float2(h1[r * inter + j]);  // the gate/linear pair j
-    const float *b = bias + (int64_t)e * 2 * inter + 2 * j;
-    act[r * inter + j] = __float2bfloat16_rn(cuda_moe_swiglu(v.x + b[0], v.y + b[1], limit));
+                                            int inter, int rows, const float *bias, float limit,
+                                            __nv_bfloat16 *act) {
+  for (int r = blockIdx.y; r < rows; r += gridDim.y) {
+    const float *b = bias + (int64_t)(experts[sorted[first + r]] - begin) * 2 * inter;
+    const __nv_bfloat162 *in = h1 + (int64_t)r * inter;  // the gate/linear pairs
+    __nv_bfloat16 *out = act + (int64_t)r * inter;
+    for (int j = threadIdx.x; j < inter; j += blockDim.x) {
+      const float2 v = __bfloat1622float2(in[j]);
+      out[j] = __float2bfloat16_rn(cuda_moe_swiglu(v.x + b[2 * j], v.y + b[2 * j + 1], limit));
+    }
   }
 }
 
-// Stage 2's epilogue over local rows [r0, r1), in place: y[first + r] = routing weight * (row +
-// the row's expert's bias).   y: [pairs, hidden] by position; bias: [local experts, hidden]
+// Stage 2's epilogue, a row per block (grid-stride), in place: y[first + r] = routing weight *
+// (row + the row's expert's bias).   y: [pairs, hidden] by position; bias: [local experts, hidden]
 __global__ void cuda_moe_weigh_rows_kernel(const int32_t *sorted, const int32_t *experts,
                                            const float *pair_weights, int64_t first, int begin,
-                                           int hidden, int64_t r0, int64_t r1, const float *bias,
-                                           float *y) {
-  const int64_t total = (r1 - r0) * hidden;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t r = r0 + i / hidden;
-    const int d = (int)(i % hidden);
+                                           int hidden, int rows, const float *bias, float *y) {
+  for (int r = blockIdx.y; r < rows; r += gridDim.y) {
     const int32_t pair = sorted[first + r];
-    const int e = experts[pair] - begin;
-    float *out = y + (first + r) * hidden + d;
-    *out = pair_weights[pair] * (*out + bias[(int64_t)e * hidden + d]);
+    const float *b = bias + (int64_t)(experts[pair] - begin) * hidden;
+    const float w = pair_weights[pair];
+    float *out = y + (first + r) * hidden;
+    for (int d = threadIdx.x; d < hidden; d += blockDim.x) out[d] = w * (out[d] + b[d]);
   }
+}
+
+// A grid of a block a row (at most 65,535, grid-stride beyond).
+static dim3 cuda_moe_rows_grid(int64_t rows) {
+  return dim3(1, (unsigned)(rows < 65535 ? rows : 65535));
 }
 
 bool cuda_moe_cublas_fits(const GptOssConfig *c) {
@@ -100,25 +102,30 @@ size_t cuda_moe_cublas_scratch(const GptOssConfig *c, size_t pairs) {
          + cuda_round256(pairs * 2 * inter * sizeof(__nv_bfloat16));  // h1
 }
 
-// Local experts [l0, l1)'s rows: [row[l0], row[l1]) of the block (row: the host's prefix sums).
+// Experts a chunk decodes for a product of n x k weights: as many as the chunk's bytes hold (at
+// least one), at most CUDA_MOE_CUBLAS_CHUNK and the rank's experts (so the scratch depends on the
+// call's shapes only, never on its routing).
+static int cuda_moe_cublas_per_chunk(const CudaState *st, int num_local, int n, int k) {
+  const size_t expert_bytes = (size_t)n * k * sizeof(__nv_bfloat16);
+  const size_t fit = st->moe_cublas_chunk_bytes / expert_bytes;
+  int per_chunk = fit < 1 ? 1 : fit > CUDA_MOE_CUBLAS_CHUNK ? CUDA_MOE_CUBLAS_CHUNK : (int)fit;
+  return per_chunk < num_local ? per_chunk : num_local;
+}
+
+// One product (stage 1: mlp1; 2: mlp2) over every local expert with rows, a chunk of experts'
+// weights decoded at a time, then the stage's epilogue over all the rows.
 static void cuda_moe_cublas_stage(CudaState *st, const CudaMoeCublas &m, int stage) {
   const int hidden = m.config->hidden_size, inter = m.config->intermediate_size;
   const int n = stage == 1 ? 2 * inter : hidden, k = stage == 1 ? hidden : inter;
   const WeightMatrix *w = stage == 1 ? m.layer->mlp1 : m.layer->mlp2;
-  const size_t expert_bytes = (size_t)n * k * sizeof(__nv_bfloat16);
-  int per_chunk = (int)(CUDA_MOE_CUBLAS_CHUNK_BYTES / expert_bytes);
-  per_chunk = per_chunk < 1                       ? 1
-              : per_chunk > CUDA_MOE_CUBLAS_CHUNK ? CUDA_MOE_CUBLAS_CHUNK
-                                                  : per_chunk;
-  __nv_bfloat16 *decoded =
-      (__nv_bfloat16 *)cuda_scratch(st, CUDA_SCRATCH_MOE_WEIGHTS, (size_t)per_chunk * expert_bytes);
+  const int per_chunk = cuda_moe_cublas_per_chunk(st, m.num_local, n, k);
+  __nv_bfloat16 *decoded = (__nv_bfloat16 *)st->scratch[CUDA_SCRATCH_MOE_WEIGHTS].ptr;
   const float alpha = 1.0f, beta = 0.0f;
-  int l = 0;
-  while (l < m.num_local) {
+  const int words = n * (k / 8);
+  for (int l = 0; l < m.num_local;) {
     // The next chunk: up to per_chunk experts that have rows, from local expert l on.
     CudaMoeDecodeChunk d = {};
     int experts[CUDA_MOE_CUBLAS_CHUNK];
-    const int l0 = l;
     for (; l < m.num_local && d.count < per_chunk; l++)
       if (m.row[l + 1] > m.row[l]) {
         d.w[d.count] = (const uint32_t *)w[l].data;
@@ -127,9 +134,8 @@ static void cuda_moe_cublas_stage(CudaState *st, const CudaMoeCublas &m, int sta
       }
     if (d.count == 0) continue;
     d.n = n, d.k = k;
-    const size_t words = (size_t)d.count * n * (k / 8);
-    cuda_moe_decode_chunk_kernel<<<cuda_stride_blocks(words, 256), 256, 0, st->stream>>>(
-        d, (uint4 *)decoded);
+    cuda_moe_decode_chunk_kernel<<<dim3(cuda_stride_blocks((size_t)words, 256), d.count), 256, 0,
+                                   st->stream>>>(d, (uint4 *)decoded);
     CUDA_CHECK_LAUNCH();
     for (int i = 0; i < d.count; i++) {
       const int64_t r = m.row[experts[i]], rows = m.row[experts[i] + 1] - r;
@@ -144,19 +150,17 @@ static void cuda_moe_cublas_stage(CudaState *st, const CudaMoeCublas &m, int sta
                                   m.y + (m.first + r) * n, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
                                   CUBLAS_GEMM_DEFAULT));
     }
-    const int64_t r0 = m.row[l0], r1 = m.row[l];
-    const size_t outputs = (size_t)(r1 - r0) * (stage == 1 ? inter : hidden);
-    const unsigned blocks = cuda_stride_blocks(outputs, 256);
-    if (stage == 1)
-      cuda_moe_swiglu_rows_kernel<<<blocks, 256, 0, st->stream>>>(
-          (const __nv_bfloat162 *)m.h1, m.sorted, m.experts, m.first, m.begin, inter, r0, r1,
-          m.layer->mlp1_bias, m.config->swiglu_limit, m.act);
-    else
-      cuda_moe_weigh_rows_kernel<<<blocks, 256, 0, st->stream>>>(
-          m.sorted, m.experts, m.pair_weights, m.first, m.begin, hidden, r0, r1, m.layer->mlp2_bias,
-          m.y);
-    CUDA_CHECK_LAUNCH();
   }
+  const int rows = (int)m.row[m.num_local];
+  if (stage == 1)
+    cuda_moe_swiglu_rows_kernel<<<cuda_moe_rows_grid(rows), 256, 0, st->stream>>>(
+        (const __nv_bfloat162 *)m.h1, m.sorted, m.experts, m.first, m.begin, inter, rows,
+        m.layer->mlp1_bias, m.config->swiglu_limit, m.act);
+  else
+    cuda_moe_weigh_rows_kernel<<<cuda_moe_rows_grid(rows), 256, 0, st->stream>>>(
+        m.sorted, m.experts, m.pair_weights, m.first, m.begin, hidden, rows, m.layer->mlp2_bias,
+        m.y);
+  CUDA_CHECK_LAUNCH();
 }
 
 void cuda_moe_cublas_gather(CudaState *st, CudaMoeCublas *m, const int *counts, char **cursor) {
@@ -174,14 +178,22 @@ void cuda_moe_cublas_gather(CudaState *st, CudaMoeCublas *m, const int *counts, 
   m->row[0] = 0;
   for (int l = 0; l < m->num_local; l++) m->row[l + 1] = m->row[l] + host[m->begin + l];
   const size_t pairs = m->pairs;
+  CHECK(first + m->row[m->num_local] <= (int64_t)pairs);
   m->position = (int32_t *)cuda_take(cursor, pairs * sizeof(int32_t));
   m->xs = (__nv_bfloat16 *)cuda_take(cursor, pairs * hidden * sizeof(__nv_bfloat16));
   m->h1 = (__nv_bfloat16 *)cuda_take(cursor, pairs * 2 * inter * sizeof(__nv_bfloat16));
+  // The decoded weights' scratch at its peak for these shapes, whatever the routing (a rank
+  // whose experts got no rows here grows nothing later).
+  const int chunk1 = cuda_moe_cublas_per_chunk(st, m->num_local, 2 * inter, hidden);
+  const int chunk2 = cuda_moe_cublas_per_chunk(st, m->num_local, hidden, inter);
+  const size_t bytes1 = (size_t)chunk1 * 2 * inter * hidden,
+               bytes2 = (size_t)chunk2 * hidden * inter;
+  cuda_scratch(st, CUDA_SCRATCH_MOE_WEIGHTS,
+               (bytes1 > bytes2 ? bytes1 : bytes2) * sizeof(__nv_bfloat16));
   const int64_t rows = m->row[m->num_local];
   if (rows == 0) return;
-  cuda_moe_gather_kernel<<<cuda_stride_blocks((size_t)rows * (hidden / 8), 256), 256, 0,
-                           st->stream>>>(m->x_bf16, m->sorted, c->experts_per_token, hidden, first,
-                                         rows, m->xs, m->position);
+  cuda_moe_gather_kernel<<<cuda_moe_rows_grid(rows), 64, 0, st->stream>>>(
+      m->x_bf16, m->sorted, c->experts_per_token, hidden, first, (int)rows, m->xs, m->position);
   CUDA_CHECK_LAUNCH();
 }
 
