@@ -101,7 +101,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(ENGINE_LIB) $(LIB)
 	@echo LD $@
 	@$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-test: all $(UNIT_TESTS)
+test: all $(UNIT_TESTS) $(BUILD)/simt/test_cuda_ops
 	@scripts/run-tests.sh $(BUILD)
 
 demo: all
@@ -229,6 +229,45 @@ $(BUILD)/obj/%.o: %.cu | deps
 	@mkdir -p $(@D)
 	@echo NVCC $<
 	@$(NVCC) $(NVCC_ALL_FLAGS) -c $< -o $@
+
+# ---------------------------------------------------------------------------------------------
+# The CUDA backend on the CPU (tests/simt): every engine/backend/cuda/*.cu turned into C++ by
+# tests/simt/transform.py (launches and shared arrays only) and compiled for the host SIMT
+# emulator, and test_cuda_ops linked against it: its tests then compare the backend's own
+# kernels with their CPU twins with no GPU and no nvcc (logic only: docs/ARCHITECTURE.md). The
+# whole file takes about half an hour on 2 cores; EMU_TESTS=a,b runs the tests whose names hold
+# a or b. `make test` runs the quick ones (scripts/run-tests.sh).
+#   make test-cuda-emu [EMU_TESTS=test_moe_wide,test_attention]
+SIMT := $(BUILD)/simt
+SIMT_CXXFLAGS := -std=c++17 -O2 -g -w -MMD -MP -Itests/simt/include -Itests/simt -Iengine -Isrc
+SIMT_GEN_OBJS := $(patsubst engine/backend/cuda/%.cu,$(SIMT)/gen/%.o,$(CUDA_SRCS))
+SIMT_OBJS := $(SIMT_GEN_OBJS) $(SIMT)/simt.o $(SIMT)/runtime.o $(SIMT)/filter.o
+.PHONY: test-cuda-emu
+.SECONDARY: $(SIMT_GEN_OBJS:.o=.cc)
+
+$(SIMT)/gen/%.cc: engine/backend/cuda/%.cu tests/simt/transform.py
+	@mkdir -p $(@D)
+	@python3 tests/simt/transform.py $< $@
+
+$(SIMT)/gen/%.o: $(SIMT)/gen/%.cc
+	@echo CXX-SIMT $<
+	@$(CXX) $(SIMT_CXXFLAGS) -c $< -o $@
+
+$(SIMT)/%.o: tests/simt/%.cc
+	@mkdir -p $(@D)
+	@echo CXX-SIMT $<
+	@$(CXX) $(SIMT_CXXFLAGS) -c $< -o $@
+
+$(SIMT)/test_cuda_ops: $(BUILD)/obj/tests/engine/test_cuda_ops.o $(SIMT_OBJS) $(ENGINE_OBJS) \
+                       $(BUILD)/obj/engine/dist/comm_nccl_stub.o $(LIB)
+	@echo LD $@
+	@$(CXX) $(LDFLAGS) -Wl,--wrap=_cmocka_run_group_tests $^ $(PKG_LIBS) -lpthread -lm \
+	  $(CMOCKA_LIBS) -o $@
+
+test-cuda-emu: $(SIMT)/test_cuda_ops
+	@EMU_TESTS=$(EMU_TESTS) $(SIMT)/test_cuda_ops
+
+-include $(shell find $(SIMT) -name '*.d' 2>/dev/null)
 
 # ---------------------------------------------------------------------------------------------
 # Valgrind (scripts/memcheck.sh): the engine's generate, bench against mock-server and a small

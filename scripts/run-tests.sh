@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test suite and sums them: unit tests (cmocka binaries in BUILD/tests, TAP output)
+# Runs every test suite and sums them: unit tests (cmocka binaries in BUILD/tests, TAP output),
+# the quick tests of test_cuda_ops on the host SIMT emulator (BUILD/simt/test_cuda_ops: the CUDA
+# backend's kernels against their CPU twins without a GPU; `make test-cuda-emu` runs them all)
 # and end-to-end scripts (tests/e2e/*.sh, TAP output, given BUILD). Ends with one line
 # "N passed, N failed" and exits non-zero if anything failed or a suite crashed.
 set -uo pipefail
@@ -26,6 +28,12 @@ export CMOCKA_MESSAGE_OUTPUT=TAP
 for t in "$build"/tests/test_*; do
   [ -x "$t" ] && run_suite "$(basename "$t")" "$t"
 done
+# the emulated tests of under half a minute each (the others, attention over 37-1,024 keys,
+# sampling over 201,088 logits, MoE at GPT-OSS's widths or on the wide kernel, take longer)
+emu_quick=test_alloc,test_add_zero,test_embed,test_rmsnorm,test_rope,test_linear,test_attention_groups
+emu_quick+=,test_moe_mxfp4,test_moe_formats,test_moe_uneven,test_weights_refuse
+[ -x "$build/simt/test_cuda_ops" ] &&
+  EMU_TESTS=$emu_quick run_suite test_cuda_ops-simt "$build/simt/test_cuda_ops"
 for t in tests/e2e/*.sh; do
   [ -f "$t" ] && run_suite "$(basename "$t" .sh)" bash "$t" "$build"
 done

@@ -173,5 +173,5 @@ void cuda_add(Backend *be, float *dst, const float *src, size_t n) {
 
 cudaError_t cuda_kernels_probe(void) {
   cudaFuncAttributes attr;
-  return cudaFuncGetAttributes(&attr, cuda_add_kernel);
+  return cudaFuncGetAttributes(&attr, (const void *)cuda_add_kernel);
 }
