@@ -41,5 +41,11 @@ int emu_lane();
 // Runs body on every thread of grid x block as stream work (runtime.cc: at once, or recorded
 // while a stream is captured), with smem bytes of dynamic shared memory per block.
 void emu_launch(dim3 grid, dim3 block, size_t smem, void *stream, std::function<void()> body);
+// emu_launch of kernel(args...), the arguments copied now (a launch's values, as CUDA's).
+template <class Kernel, class... Args>
+void emu_launch_with(dim3 grid, dim3 block, size_t smem, void *stream, Kernel kernel,
+                     Args... args) {
+  emu_launch(grid, block, smem, stream, [kernel, args...] { kernel(args...); });
+}
 
 #endif

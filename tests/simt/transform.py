@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # transform.py: one CUDA source of engine/backend/cuda as C++ for the host SIMT emulator
 # (tests/simt/simt.h): each launch `kernel<<<grid, block, smem, stream>>>(args);` becomes
-# emu_launch(grid, block, smem, stream, [=] { kernel(args); }); dynamic shared memory
+# emu_launch_with(grid, block, smem, stream, [](auto... a) { kernel(a...); }, args): the
+# arguments are taken when the kernel is launched, as CUDA takes them (a graph replays the
+# launch's values, not the expressions'); dynamic shared memory
 # (`extern __shared__ T name[];`) becomes the emulator's per-block buffer; `__shared__ __align__(n)`
 # becomes `alignas(n) static` (block-shared: a block's threads are fibers of one call). Nothing
 # else changes, so what runs is the backend's own code.
@@ -12,7 +14,8 @@ import sys
 src, dst = sys.argv[1], sys.argv[2]
 s = open(src).read()
 s = re.sub(r'(\w+(?:<[\w:, ]+>)?)\s*<<<(.*?)>>>\s*\((.*?)\);',
-           lambda m: f'emu_launch({m.group(2)}, [=] {{ {m.group(1)}({m.group(3)}); }});', s, flags=re.S)
+           lambda m: f'emu_launch_with({m.group(2)}, [](auto... a) {{ {m.group(1)}(a...); }}'
+                     + (f', {m.group(3)}' if m.group(3).strip() else '') + ');', s, flags=re.S)
 s = re.sub(r'extern __shared__ (?:__align__\(\d+\) )?([\w ]+?) (\w+)\[\];',
            r'\1 *\2 = (\1 *)emu_dyn_smem;', s)
 s = re.sub(r'__shared__ __align__\((\d+)\) ', r'alignas(\1) static ', s)
