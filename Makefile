@@ -102,7 +102,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(ENGINE_LIB) $(LIB)
 	@$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # (the emulated CUDA tests, tests/simt, but under the sanitizers: their fibers switch stacks)
-test: all $(UNIT_TESTS) $(if $(filter 1,$(SANITIZE)),,$(BUILD)/simt/test_cuda_ops)
+test: all $(UNIT_TESTS) $(if $(filter 1,$(SANITIZE)),,$(BUILD)/simt/test_cuda_ops $(BUILD)/simt/gptoss-engine)
 	@scripts/run-tests.sh $(BUILD)
 
 demo: all
@@ -265,8 +265,16 @@ $(SIMT)/test_cuda_ops: $(BUILD)/obj/tests/engine/test_cuda_ops.o $(SIMT_OBJS) $(
 	@$(CXX) $(LDFLAGS) -Wl,--wrap=_cmocka_run_group_tests $^ $(PKG_LIBS) -lpthread -lm \
 	  $(CMOCKA_LIBS) -o $@
 
-test-cuda-emu: $(SIMT)/test_cuda_ops
+# The engine itself on the emulated backend (tests/e2e/engine_cuda_emu.sh: the golden checkpoints
+# with --device cuda).
+$(SIMT)/gptoss-engine: $(BUILD)/obj/engine/main.o $(filter-out $(SIMT)/filter.o,$(SIMT_OBJS)) \
+                       $(ENGINE_OBJS) $(BUILD)/obj/engine/dist/comm_nccl_stub.o $(LIB)
+	@echo LD $@
+	@$(CXX) $(LDFLAGS) $^ $(PKG_LIBS) -lpthread -lm -o $@
+
+test-cuda-emu: $(SIMT)/test_cuda_ops $(SIMT)/gptoss-engine
 	@EMU_TESTS=$(EMU_TESTS) $(SIMT)/test_cuda_ops
+	@bash tests/e2e/engine_cuda_emu.sh $(BUILD)
 
 -include $(shell find $(SIMT) -name '*.d' 2>/dev/null)
 

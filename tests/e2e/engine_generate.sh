@@ -10,38 +10,13 @@ fixtures=tests/fixtures/gptoss-tiny
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . tests/e2e/tap.bash
+. tests/e2e/golden.bash
 [ -x "$bin" ] || { echo "Bail out! $bin is not built"; exit 1; }
 
-# node reads golden.json, our JSON line and both .npy files, and compares them.
-matches_golden() {  # fixture name, extra generate flags...
-  local dir=$fixtures/$1
-  shift
-  local ids
-  ids=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).prompt_ids.join(","))' "$dir/golden.json")
-  local n
-  n=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).greedy_ids.length)' "$dir/golden.json")
-  local name
-  name=$(basename "$dir")
-  "$bin" generate --model "$dir" --prompt-ids "$ids" --max-tokens "$n" --ignore-eos \
-    --logits-out "$tmp/$name.npy" "$@" > "$tmp/$name.json" || return 1
-  node -e '
-    const fs = require("fs");
-    const npy = f => { const b = fs.readFileSync(f); const h = b.readUInt16LE(8);
-                       return new Float32Array(b.buffer.slice(b.byteOffset + 10 + h, b.byteOffset + b.length)); };
-    const golden = JSON.parse(fs.readFileSync(process.argv[1] + "/golden.json"));
-    const ours = JSON.parse(fs.readFileSync(process.argv[2]));
-    const want = npy(process.argv[1] + "/logits.npy"), got = npy(process.argv[3]);
-    let diff = 0, norm = 0;
-    for (let i = 0; i < want.length; i++) { diff += (got[i] - want[i]) ** 2; norm += want[i] ** 2; }
-    const ok = got.length === want.length && Math.sqrt(diff / norm) <= 1e-4 &&
-               JSON.stringify(ours.output_ids) === JSON.stringify(golden.greedy_ids) &&
-               ours.finish_reason === "length";
-    process.exit(ok ? 0 : 1);' "$dir" "$tmp/$name.json" "$tmp/$name.npy"
-}
-tap_ok "checkpoint a: greedy ids and prompt logits match the reference" matches_golden a
-tap_ok "checkpoint b: greedy ids and prompt logits match the reference" matches_golden b
-tap_ok "checkpoint a, -tp 2 -pp 2: the same" matches_golden a -tp 2 -pp 2
-tap_ok "checkpoint b, -tp 4: the same" matches_golden b -tp 4
+tap_ok "checkpoint a: greedy ids and prompt logits match the reference" matches_golden "$bin" 1e-4 same a
+tap_ok "checkpoint b: greedy ids and prompt logits match the reference" matches_golden "$bin" 1e-4 same b
+tap_ok "checkpoint a, -tp 2 -pp 2: the same" matches_golden "$bin" 1e-4 same a -tp 2 -pp 2
+tap_ok "checkpoint b, -tp 4: the same" matches_golden "$bin" 1e-4 same b -tp 4
 
 # --chat renders vLLM's gpt-oss prompt (system message with the date, no commentary channel
 # without tools): its ids equal the hand-written harmony text through the tokenizer.
