@@ -1,5 +1,7 @@
 // runtime.cc (tests/simt): the CUDA runtime calls of include/cuda_runtime.h: host memory, one
 // in-order queue whose work runs at once, captures that record it, graphs that run it again.
+#include <malloc.h>
+
 #include <vector>
 #include <functional>
 #include "cuda_runtime.h"
@@ -52,11 +54,17 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, const void *) {
   return 0;
 }
 cudaError_t cudaFuncSetAttribute(const void *, cudaFuncAttribute, int) { return 0; }
+// A device of 2 GiB (serve sizes its KV cache from what is free: host memory backs it).
+static const size_t kDeviceBytes = (size_t)2 << 30;
 static size_t in_use;
+// Device memory is not zeroed: up to 64 MiB is filled with a pattern (a kernel that reads what it
+// never wrote sees garbage, as on a GPU); larger buffers stay untouched until used.
 cudaError_t cudaMalloc(void **p, size_t n) {
+  if (in_use + n > kDeviceBytes) return bad(cudaErrorMemoryAllocation);
   *p = aligned_alloc(256, (n + 255) & ~(size_t)255);
-  memset(*p, 0xA7, n);
-  in_use += n;
+  if (!*p) return bad(cudaErrorMemoryAllocation);
+  if (n <= ((size_t)64 << 20)) memset(*p, 0xA7, n);
+  in_use += malloc_usable_size(*p);
   return 0;
 }
 cudaError_t cudaMallocHost(void **p, size_t n) {
@@ -66,6 +74,7 @@ cudaError_t cudaMallocHost(void **p, size_t n) {
 }
 cudaError_t cudaFree(void *p) {
   if (capturing) return bad(cudaErrorStreamCaptureUnsupported);
+  if (p) in_use -= malloc_usable_size(p);
   free(p);
   return 0;
 }
@@ -75,8 +84,7 @@ cudaError_t cudaFreeHost(void *p) {
   return 0;
 }
 cudaError_t cudaMemGetInfo(size_t *f, size_t *t) {
-  *t = (size_t)80 << 30;
-  *f = *t - in_use;
+  *t = kDeviceBytes, *f = kDeviceBytes - in_use;
   return 0;
 }
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t) {
