@@ -274,7 +274,7 @@ $(SIMT)/gptoss-engine: $(BUILD)/obj/engine/main.o $(filter-out $(SIMT)/filter.o,
 
 test-cuda-emu: $(SIMT)/test_cuda_ops $(SIMT)/gptoss-engine
 	@EMU_TESTS=$(EMU_TESTS) $(SIMT)/test_cuda_ops
-	@bash tests/e2e/engine_cuda_emu.sh $(BUILD)
+	@EMU_SERVE=1 bash tests/e2e/engine_cuda_emu.sh $(BUILD)
 
 -include $(shell find $(SIMT) -name '*.d' 2>/dev/null)
 
