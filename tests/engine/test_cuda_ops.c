@@ -1109,15 +1109,24 @@ static bool moe_repeats_bits(Twins *t, const Moe *m, int num_tokens, uint64_t se
   return same;
 }
 
+// t's CPU twin beside a GPU backend created with var=value (fails the test if it cannot be).
+// Destroy its gpu after.
+static Twins twins_with(const Twins *t, const char *var, const char *value) {
+  char err[512];
+  Twins with = {t->cpu, gpu_with(var, value, err, sizeof err), NULL};
+  if (!with.gpu) print_error("cuda_backend_create with %s=%s: %s\n", var, value, err);
+  assert_non_null(with.gpu);
+  return with;
+}
+
 // The cuBLAS path (cuda_moe_cublas.cu: weights decoded to bf16 a chunk of experts at a time,
 // one product per expert). By default a call of MXFP4 experts takes it when its pairs average
 // 256 or more per expert: 600 tokens of top-4 over 8 experts (300), with the clamps, an expert
 // range (rows before and after the range's in the sorted order), idle experts (and a range of
 // idle experts only: no rows), 40 experts (two chunks: 32 experts' weights decoded at a time) and
 // GPT-OSS's widths (one expert's mlp1 a chunk; the call run twice says whether its bits repeat);
-// then with the threshold
-// moved (GPTOSS_CUDA_MOE_CUBLAS_ROWS): 1 (5 tokens take the path) and 0 (never: 600 tokens take
-// the wide kernel).
+// then with the threshold moved (GPTOSS_CUDA_MOE_CUBLAS_ROWS): 1 (5 tokens take the path) and 0
+// (never: 600 tokens take the wide kernel).
 static void test_moe_cublas(void **state) {
   NEED_GPU(state);
   Twins *t = *state;
@@ -1145,10 +1154,8 @@ static void test_moe_cublas(void **state) {
   const char *rows[] = {"1", "0"};
   const int tokens[] = {5, 600};
   for (int i = 0; i < 2; i++) {
-    char err[512], name[96];
-    Twins moved = {t->cpu, gpu_with("GPTOSS_CUDA_MOE_CUBLAS_ROWS", rows[i], err, sizeof err), NULL};
-    if (!moved.gpu) print_error("cuda_backend_create: %s\n", err);
-    assert_non_null(moved.gpu);
+    char name[96];
+    Twins moved = twins_with(t, "GPTOSS_CUDA_MOE_CUBLAS_ROWS", rows[i]);
     moe_init(&moved, &m, 192, 320, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1470);
     snprintf(name, sizeof name, "GPTOSS_CUDA_MOE_CUBLAS_ROWS=%s, 192/320 8x top-4", rows[i]);
     check_moe(&moved, &m, name, tokens[i], 1.0f, false, 0, 8, 1471 + i);
@@ -1161,10 +1168,8 @@ static void test_moe_cublas(void **state) {
 // the cuBLAS path, for every call, at 1 to 37 rows an expert (the default gives them the tile
 // kernel), several 32-row items an expert (300 tokens) and GPT-OSS's widths (45 stages).
 static void check_moe_forced(Twins *t, const char *kernel) {
-  char err[512], name[96];
-  Twins forced = {t->cpu, gpu_with("GPTOSS_CUDA_MOE_KERNEL", kernel, err, sizeof err), NULL};
-  if (!forced.gpu) print_error("cuda_backend_create: %s\n", err);
-  assert_non_null(forced.gpu);
+  char name[96];
+  Twins forced = twins_with(t, "GPTOSS_CUDA_MOE_KERNEL", kernel);
   Moe m;
   moe_init(&forced, &m, 192, 320, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1420);
   snprintf(name, sizeof name, "%s 192/320 8x top-4", kernel);

@@ -241,7 +241,7 @@ void cuda_moe(Backend *be, const MoeArgs *a) {
   g.x_bf16 = x_bf16;
   g.act_bf16 = (__nv_bfloat16 *)act;  // act's buffer, in bf16 (half of it)
   phase.next(CUDA_PROF_MOE_MLP1);     // on the cuBLAS path with its wait for the counts
-  CudaMoeCublas m = {};
+  CudaMoeCublas m;  // filled on the cuBLAS path only (8 KB: not zeroed on every call)
   if (cublas) {
     m.config = c, m.layer = L, m.begin = a->expert_begin, m.num_local = num_local, m.pairs = P;
     m.experts = experts, m.sorted = sorted, m.pair_weights = weights, m.x_bf16 = x_bf16;
