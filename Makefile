@@ -101,9 +101,17 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(ENGINE_LIB) $(LIB)
 	@echo LD $@
 	@$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-# (the emulated CUDA tests, tests/simt, but under the sanitizers: their fibers switch stacks)
-test: all $(UNIT_TESTS) $(if $(filter 1,$(SANITIZE)),,$(BUILD)/simt/test_cuda_ops $(BUILD)/simt/gptoss-engine)
+# (the emulated CUDA tests, tests/simt, plain and race-checking (BUILD/simt-thread), but not
+# under the sanitizers: their fibers switch stacks)
+SIMT_TESTS := $(BUILD)/simt/test_cuda_ops $(BUILD)/simt/gptoss-engine $(BUILD)/simt/test_simt \
+              simt-racecheck
+test: all $(UNIT_TESTS) $(if $(filter 1,$(SANITIZE)),,$(SIMT_TESTS))
 	@scripts/run-tests.sh $(BUILD)
+
+.PHONY: simt-racecheck
+simt-racecheck: all
+	@$(MAKE) --no-print-directory SIMT_SANITIZER=thread $(BUILD)/simt-thread/test_cuda_ops \
+	  $(BUILD)/simt-thread/test_simt
 
 demo: all
 	@scripts/demo.sh $(BUILD)
@@ -238,9 +246,20 @@ $(BUILD)/obj/%.o: %.cu | deps
 # kernels with their CPU twins with no GPU and no nvcc (logic only: docs/ARCHITECTURE.md). The
 # whole file takes about half an hour on 2 cores; EMU_TESTS=a,b runs the tests whose names hold
 # a or b. `make test` runs the quick ones (scripts/run-tests.sh).
-#   make test-cuda-emu [EMU_TESTS=test_moe_wide,test_attention]
-SIMT := $(BUILD)/simt
+#   make test-cuda-emu [EMU_TESTS=test_moe_wide,test_attention] [SIMT_SANITIZER=thread]
+# SIMT_SANITIZER=thread builds it in BUILD/simt-thread with the kernels under ThreadSanitizer,
+# each GPU thread a fiber of its own, ordered only by barriers (tests/simt/racecheck.h): a race a
+# missing __syncthreads or __syncwarp would cause on a GPU is reported, as compute-sanitizer's
+# racecheck would (tests/e2e/simt_racecheck.sh proves it catches one).
+SIMT_SANITIZER ?=
+SIMT := $(BUILD)/simt$(if $(SIMT_SANITIZER),-$(SIMT_SANITIZER))
 SIMT_CXXFLAGS := -std=c++17 -O2 -g -w -MMD -MP -Itests/simt/include -Itests/simt -Iengine -Isrc
+ifeq ($(SIMT_SANITIZER),thread)
+  SIMT_SAN_FLAGS := -fsanitize=thread
+  SIMT_CXXFLAGS += -DSIMT_RACECHECK
+else ifneq ($(SIMT_SANITIZER),)
+  $(error SIMT_SANITIZER=$(SIMT_SANITIZER): only SIMT_SANITIZER=thread (or none) is known)
+endif
 SIMT_GEN_OBJS := $(patsubst engine/backend/cuda/%.cu,$(SIMT)/gen/%.o,$(CUDA_SRCS))
 SIMT_OBJS := $(SIMT_GEN_OBJS) $(SIMT)/simt.o $(SIMT)/runtime.o $(SIMT)/filter.o
 .PHONY: test-cuda-emu
@@ -252,29 +271,45 @@ $(SIMT)/gen/%.cc: engine/backend/cuda/%.cu tests/simt/transform.py
 
 $(SIMT)/gen/%.o: $(SIMT)/gen/%.cc
 	@echo CXX-SIMT $<
-	@$(CXX) $(SIMT_CXXFLAGS) -c $< -o $@
+	@$(CXX) $(SIMT_CXXFLAGS) $(SIMT_SAN_FLAGS) -c $< -o $@
 
+# the fibers' own bookkeeping is shared by design: not instrumented (racecheck.h)
+$(SIMT)/simt.o: SIMT_SAN_FLAGS :=
 $(SIMT)/%.o: tests/simt/%.cc
 	@mkdir -p $(@D)
 	@echo CXX-SIMT $<
-	@$(CXX) $(SIMT_CXXFLAGS) -c $< -o $@
+	@$(CXX) $(SIMT_CXXFLAGS) $(SIMT_SAN_FLAGS) -c $< -o $@
 
 $(SIMT)/test_cuda_ops: $(BUILD)/obj/tests/engine/test_cuda_ops.o $(SIMT_OBJS) $(ENGINE_OBJS) \
                        $(BUILD)/obj/engine/dist/comm_nccl_stub.o $(LIB)
 	@echo LD $@
-	@$(CXX) $(LDFLAGS) -Wl,--wrap=_cmocka_run_group_tests $^ $(PKG_LIBS) -lpthread -lm \
+	@$(CXX) $(LDFLAGS) $(SIMT_SAN_FLAGS) -Wl,--wrap=_cmocka_run_group_tests $^ $(PKG_LIBS) -lpthread -lm \
 	  $(CMOCKA_LIBS) -o $@
+
+# The emulator's own tests (tests/simt/test_simt.cu, CUDA turned into C++ as the backend is).
+$(SIMT)/tests/test_simt.cc: tests/simt/test_simt.cu tests/simt/transform.py
+	@mkdir -p $(@D)
+	@python3 tests/simt/transform.py $< $@
+
+$(SIMT)/tests/test_simt.o: $(SIMT)/tests/test_simt.cc
+	@echo CXX-SIMT $<
+	@$(CXX) $(SIMT_CXXFLAGS) $(SIMT_SAN_FLAGS) -c $< -o $@
+
+$(SIMT)/test_simt: $(SIMT)/tests/test_simt.o $(SIMT)/simt.o $(SIMT)/runtime.o
+	@echo LD $@
+	@$(CXX) $(LDFLAGS) $(SIMT_SAN_FLAGS) $^ $(CMOCKA_LIBS) -o $@
 
 # The engine itself on the emulated backend (tests/e2e/engine_cuda_emu.sh: the golden checkpoints
 # with --device cuda).
 $(SIMT)/gptoss-engine: $(BUILD)/obj/engine/main.o $(filter-out $(SIMT)/filter.o,$(SIMT_OBJS)) \
                        $(ENGINE_OBJS) $(BUILD)/obj/engine/dist/comm_nccl_stub.o $(LIB)
 	@echo LD $@
-	@$(CXX) $(LDFLAGS) $^ $(PKG_LIBS) -lpthread -lm -o $@
+	@$(CXX) $(LDFLAGS) $(SIMT_SAN_FLAGS) $^ $(PKG_LIBS) -lpthread -lm -o $@
 
-test-cuda-emu: $(SIMT)/test_cuda_ops $(SIMT)/gptoss-engine
+test-cuda-emu: $(SIMT)/test_simt $(SIMT)/test_cuda_ops $(if $(SIMT_SANITIZER),,$(SIMT)/gptoss-engine)
+	@$(SIMT)/test_simt
 	@EMU_TESTS=$(EMU_TESTS) $(SIMT)/test_cuda_ops
-	@EMU_SERVE=1 bash tests/e2e/engine_cuda_emu.sh $(BUILD)
+	@$(if $(SIMT_SANITIZER),bash tests/e2e/simt_racecheck.sh $(BUILD),EMU_SERVE=1 bash tests/e2e/engine_cuda_emu.sh $(BUILD))
 
 -include $(shell find $(SIMT) -name '*.d' 2>/dev/null)
 

@@ -32,8 +32,13 @@ done
 # sampling over 201,088 logits, MoE at GPT-OSS's widths or on the wide kernel, take longer)
 emu_quick=test_alloc,test_add_zero,test_embed,test_rmsnorm,test_rope,test_linear,test_attention_groups
 emu_quick+=,test_moe_mxfp4,test_moe_formats,test_moe_uneven,test_weights_refuse
+[ -x "$build/simt/test_simt" ] && run_suite test_simt "$build/simt/test_simt"
 [ -x "$build/simt/test_cuda_ops" ] &&
   EMU_TESTS=$emu_quick run_suite test_cuda_ops-simt "$build/simt/test_cuda_ops"
+# the same on the race-checking build (BUILD/simt-thread: a data race fails the suite)
+[ -x "$build/simt-thread/test_simt" ] && run_suite test_simt-racecheck "$build/simt-thread/test_simt"
+[ -x "$build/simt-thread/test_cuda_ops" ] &&
+  EMU_TESTS=$emu_racecheck run_suite test_cuda_ops-racecheck "$build/simt-thread/test_cuda_ops"
 for t in tests/e2e/*.sh; do
   [ -f "$t" ] && run_suite "$(basename "$t" .sh)" bash "$t" "$build"
 done

@@ -1,41 +1,112 @@
-// simt.cc: the fibers of simt.h: a block's threads, their block and warp barriers, and the warp
-// exchange the collectives are built on.
+// simt.cc: the fibers of simt.h: a block's threads, their block and warp barriers, the warp
+// exchange the collectives are built on, cp.async copies held until their wait, and fresh
+// (garbage) static shared memory for every block. In the race-checking build each fiber is a
+// ThreadSanitizer fiber, ordered with the others only by barriers (racecheck.h).
 #include "simt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ucontext.h>
 
 #include <vector>
 
+#include "racecheck.h"
+
 void emu_work(std::function<void()> f);  // runtime.cc
+
+// emu_switch(from, to): saves the callee-saved registers, the SSE and x87 control words and the
+// stack pointer at *from and resumes the fiber whose stack pointer is to. (glibc's swapcontext
+// also saves the signal mask, a system call at every switch: it took half the emulator's time.)
+#ifndef __x86_64__
+#error "tests/simt switches fibers with x86-64 code (emu_switch): it runs on x86-64 only"
+#endif
+extern "C" void emu_switch(void **from, void *to);
+asm(R"(
+  .text
+  .globl emu_switch
+  .type emu_switch, @function
+emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size emu_switch, .-emu_switch
+  .section .note.GNU-stack, "", @progbits
+  .text
+)");
+
+#ifdef SIMT_RACECHECK
+// The CPU twins the tests compare with (engine/backend/cpu, not instrumented) share work with a
+// thread pool whose synchronisation ThreadSanitizer cannot see: their copies would read as races.
+extern "C" const char *__tsan_default_suppressions() { return "race:engine/backend/cpu/\n"; }
+#endif
 
 EmuIdx emu_block_idx;
 dim3 emu_grid, emu_block;
 unsigned char *emu_dyn_smem;
 
 namespace {
-enum { kMaxThreads = 1024, kStackBytes = 256 << 10 };
+enum { kMaxThreads = 1024, kStackBytes = 256 << 10, kGarbage = 0xCD };
+
+// A cp.async copy a thread has issued and not yet seen land: group is the commit that closes it.
+struct PendingCopy {
+  void *dst;
+  const void *src;
+  size_t bytes;
+  bool valid;
+  unsigned group;
+};
 
 struct Fiber {
-  ucontext_t ctx;
+  void *sp;  // its saved stack pointer (emu_switch)
   unsigned tid;
   bool done;
   char *stack;
+  void *checked;  // its ThreadSanitizer fiber (race-checking build)
+  std::vector<PendingCopy> copies;
+  unsigned commits;
 };
 
-ucontext_t scheduler;
+void *scheduler_sp;
+void *scheduler_checked;
 std::vector<Fiber> fibers;
 Fiber *current;
 const std::function<void()> *body;
+size_t dyn_smem_bytes;
 // live threads of the block and of each warp; arrivals and generation of each barrier
 unsigned block_live, block_arrived, block_generation;
 unsigned warp_live[kMaxThreads / 32], warp_arrived[kMaxThreads / 32],
     warp_generation[kMaxThreads / 32];
 unsigned char warp_slots[kMaxThreads / 32][32][256];
+// What orders threads for the race check: the block's start after everything before it (the
+// host's work, earlier blocks), its end before everything after; each barrier generation's
+// arrivals before its departures (two objects by parity, so that a thread that leaves barrier G
+// late is not ordered after another's work past G).
+char block_start, block_end, block_barrier[2], warp_barrier_sync[kMaxThreads / 32][2];
+// static shared variables already given garbage in this block
+std::vector<void *> fresh_shared;
 
-void yield() { swapcontext(&current->ctx, &scheduler); }
+void yield() {
+  rc_switch_to(scheduler_checked);
+  emu_switch(&current->sp, scheduler_sp);
+}
 
 // Opens every barrier whose live threads have all arrived (a thread that returns no longer
 // counts: the others need not wait for it).
@@ -46,40 +117,86 @@ void release() {
       warp_arrived[w] = 0, warp_generation[w]++;
 }
 
-void warp_barrier() {
+// Waits for the calling thread's warp; with ordered, also orders memory as __syncwarp does.
+void warp_barrier(bool ordered) {
   const unsigned w = current->tid / 32, generation = warp_generation[w];
+  if (ordered) rc_release(&warp_barrier_sync[w][generation & 1]);
   warp_arrived[w]++;
   release();
   while (warp_generation[w] == generation) yield();
+  if (ordered) rc_acquire(&warp_barrier_sync[w][generation & 1]);
+}
+
+// Lands the calling thread's copies of groups before `upto` (all of them with ~0u).
+void land_copies(unsigned upto) {
+  std::vector<PendingCopy> &copies = current->copies;
+  size_t kept = 0;
+  for (const PendingCopy &c : copies) {
+    if (c.group >= upto) {
+      copies[kept++] = c;
+      continue;
+    }
+    rc_write(c.dst, c.bytes);
+    if (c.valid) {
+      rc_read(c.src, c.bytes);
+      memcpy(c.dst, c.src, c.bytes);
+    } else {
+      memset(c.dst, 0, c.bytes);
+    }
+  }
+  copies.resize(kept);
 }
 
 void run_thread() {
+  rc_acquire(&block_start);
   (*body)();
+  land_copies(~0u);  // copies never waited for still land (on a GPU, some time before the end)
+  rc_release(&block_end);
   current->done = true;
   block_live--;
   warp_live[current->tid / 32]--;
   release();
+  yield();  // never resumed
+  abort();
+}
+
+// A fiber's first frame: what emu_switch pops to enter run_thread with the stack aligned as a
+// call leaves it (the entry's return address slot, 16-byte aligned above), the SSE and x87
+// control words as they are now, zeros for the callee-saved registers.
+void *fiber_start(char *stack) {
+  uint64_t *top = (uint64_t *)(stack + kStackBytes);  // 16-byte aligned
+  top[-1] = 0;                                        // run_thread never returns
+  top[-2] = (uint64_t)(uintptr_t)run_thread;
+  for (int r = 3; r <= 8; r++) top[-r] = 0;
+  uint32_t control[2] = {0, 0};
+  asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(control[0]), "=m"(control[1]));
+  memcpy(&top[-9], control, 8);
+  return &top[-9];
 }
 
 void run_block(unsigned threads) {
   block_live = threads, block_arrived = 0;
   memset(warp_live, 0, sizeof warp_live);
   memset(warp_arrived, 0, sizeof warp_arrived);
+  fresh_shared.clear();
+  memset(emu_dyn_smem, kGarbage, dyn_smem_bytes);  // the last block's data is not this one's
   for (unsigned t = 0; t < threads; t++) {
     Fiber &f = fibers[t];
-    f.tid = t, f.done = false;
+    f.tid = t, f.done = false, f.commits = 0;
+    f.copies.clear();
     warp_live[t / 32]++;
-    getcontext(&f.ctx);
-    f.ctx.uc_stack.ss_sp = f.stack, f.ctx.uc_stack.ss_size = kStackBytes;
-    f.ctx.uc_link = &scheduler;
-    makecontext(&f.ctx, run_thread, 0);
+    f.sp = fiber_start(f.stack);
+    rc_name(f.checked, t, emu_block_idx.x, emu_block_idx.y, emu_block_idx.z);
   }
+  rc_release(&block_start);
   while (block_live > 0)
     for (unsigned t = 0; t < threads; t++)
       if (!fibers[t].done) {
         current = &fibers[t];
-        swapcontext(&scheduler, &current->ctx);
+        rc_switch_to(current->checked);
+        emu_switch(&scheduler_sp, current->sp);
       }
+  rc_acquire(&block_end);
 }
 
 void run_grid(dim3 grid, dim3 block, size_t smem, const std::function<void()> &f) {
@@ -88,12 +205,15 @@ void run_grid(dim3 grid, dim3 block, size_t smem, const std::function<void()> &f
     fprintf(stderr, "simt: a block of %u threads\n", threads);
     abort();
   }
-  std::vector<unsigned char> dynamic(smem + 128, 0xCD);  // garbage, as on a GPU
+  std::vector<unsigned char> dynamic(smem + 128);
   emu_dyn_smem = (unsigned char *)(((uintptr_t)dynamic.data() + 127) & ~(uintptr_t)127);
-  emu_grid = grid, emu_block = block, body = &f;
+  emu_grid = grid, emu_block = block, body = &f, dyn_smem_bytes = smem;
+  scheduler_checked = rc_current_fiber();
   if (fibers.size() < threads) fibers.resize(threads);
-  for (unsigned t = 0; t < threads; t++)
-    if (!fibers[t].stack) fibers[t].stack = (char *)malloc(kStackBytes);
+  for (unsigned t = 0; t < threads; t++) {
+    if (!fibers[t].stack) fibers[t].stack = (char *)aligned_alloc(16, kStackBytes);
+    if (!fibers[t].checked) fibers[t].checked = rc_new_fiber();
+  }
   for (unsigned z = 0; z < grid.z; z++)
     for (unsigned y = 0; y < grid.y; y++)
       for (unsigned x = 0; x < grid.x; x++) {
@@ -112,9 +232,19 @@ int emu_lane() { return (int)(current->tid % 32); }
 
 void __syncthreads() {
   const unsigned generation = block_generation;
+  rc_release(&block_barrier[generation & 1]);
   block_arrived++;
   release();
   while (block_generation == generation) yield();
+  rc_acquire(&block_barrier[generation & 1]);
+}
+
+void emu_syncwarp() {
+  if (warp_live[current->tid / 32] != 32) {
+    fprintf(stderr, "simt: __syncwarp with %u live lanes\n", warp_live[current->tid / 32]);
+    abort();
+  }
+  warp_barrier(true);
 }
 
 void emu_warp_exchange(const void *mine, size_t bytes, void *all) {
@@ -124,10 +254,31 @@ void emu_warp_exchange(const void *mine, size_t bytes, void *all) {
             warp_live[w]);
     abort();
   }
+  rc_ignore_begin();  // the slots are the emulator's, not the kernel's memory
   memcpy(warp_slots[w][current->tid % 32], mine, bytes);
-  warp_barrier();  // every lane's is in
+  warp_barrier(false);  // every lane's is in
   for (int l = 0; l < 32; l++) memcpy((char *)all + l * bytes, warp_slots[w][l], bytes);
-  warp_barrier();  // every lane has read them
+  warp_barrier(false);  // every lane has read them
+  rc_ignore_end();
+}
+
+void emu_copy_async(void *dst, const void *src, size_t bytes, bool valid) {
+  current->copies.push_back(PendingCopy{dst, src, bytes, valid, current->commits});
+}
+
+void emu_copy_commit() { current->commits++; }
+
+void emu_copy_wait(unsigned pending) {
+  if (current->commits > pending) land_copies(current->commits - pending);
+}
+
+void emu_shared_fresh(void *p, size_t bytes) {
+  for (void *q : fresh_shared)
+    if (q == p) return;
+  fresh_shared.push_back(p);
+  rc_ignore_begin();
+  memset(p, kGarbage, bytes);
+  rc_ignore_end();
 }
 
 void emu_launch(dim3 grid, dim3 block, size_t smem, void *stream, std::function<void()> f) {

@@ -1,11 +1,15 @@
 // simt.h: a host emulator of CUDA's execution model, so that the CUDA backend's kernels run on a
 // CPU (make test-cuda-emu: test_cuda_ops against the CPU twins, no GPU). A launch runs its blocks
-// one after another; a block's threads are fibers (ucontext) of one OS thread that switch only at
+// one after another; a block's threads are fibers (stacks of their own, simt.cc) of one OS thread
+// that switch only at
 // __syncthreads and warp collectives (shuffles, ballots, ldmatrix, mma.sync: tests/simt/include),
 // which are barriers over the block's or warp's fibers. So shared memory is a plain array of the
-// block's, and an atomic is a read-modify-write. It checks a kernel's arithmetic, indexing and
-// synchronisation points, not its speed, occupancy, register or shared-memory limits, or races a
-// missing barrier would cause on a GPU (fibers run to their next barrier in a fixed order).
+// block's, and an atomic is a read-modify-write. A cp.async copy lands when its thread waits for
+// it (the latest a GPU may land it), and a block's shared memory starts as garbage. It checks a
+// kernel's arithmetic, indexing and synchronisation points, not its speed, occupancy, register or
+// shared-memory limits. Fibers run to their next barrier in a fixed order, so a race a missing
+// barrier causes may go unseen here; the race-checking build (SIMT_SANITIZER=thread, racecheck.h)
+// reports it: ThreadSanitizer sees the threads ordered only by barriers.
 #ifndef GE_TESTS_SIMT_SIMT_H
 #define GE_TESTS_SIMT_SIMT_H
 
@@ -36,6 +40,16 @@ void __syncthreads();
 // Every lane of the calling thread's warp gives bytes (at most 256) of mine; each gets all 32
 // lanes' in all [32 * bytes], lane order. The warp must be whole (32 live lanes).
 void emu_warp_exchange(const void *mine, size_t bytes, void *all);
+// __syncwarp: a barrier of the calling thread's warp (whole), ordering its lanes' memory.
+void emu_syncwarp();
+// cp.async of bytes from src to dst (zeros without valid), landed by emu_copy_wait; commit closes
+// the thread's group of copies, wait(n) lands every group but the last n closed.
+void emu_copy_async(void *dst, const void *src, size_t bytes, bool valid);
+void emu_copy_commit();
+void emu_copy_wait(unsigned pending);
+// A static shared variable's first use in a block (tests/simt/transform.py puts the call after
+// its declaration): the first thread there fills it with garbage, as a GPU block's starts.
+void emu_shared_fresh(void *p, size_t bytes);
 // The lane of the calling thread in its warp.
 int emu_lane();
 // Runs body on every thread of grid x block as stream work (runtime.cc: at once, or recorded

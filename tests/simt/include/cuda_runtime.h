@@ -90,23 +90,27 @@ static inline unsigned long long __double2ull_rn(double d) {
   fprintf(stderr, "emu: __trap\n");
   abort();
 }
+// Atomics as compare-and-swap loops (any 4- or 8-byte type, floats included): the fibers never
+// switch inside one, and ThreadSanitizer (the race-checking build) sees atomic accesses.
+template <class T, class Update>
+static inline T emu_atomic(T *p, Update update) {
+  T old, next;
+  __atomic_load(p, &old, __ATOMIC_RELAXED);
+  do next = update(old);
+  while (!__atomic_compare_exchange(p, &old, &next, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  return old;
+}
 template <class T>
 static inline T atomicAdd(T *p, T v) {
-  T old = *p;
-  *p = old + v;
-  return old;
+  return emu_atomic(p, [v](T old) { return old + v; });
 }
 template <class T>
 static inline T atomicMax(T *p, T v) {
-  T old = *p;
-  if (v > old) *p = v;
-  return old;
+  return emu_atomic(p, [v](T old) { return v > old ? v : old; });
 }
 template <class T>
 static inline T atomicMin(T *p, T v) {
-  T old = *p;
-  if (v < old) *p = v;
-  return old;
+  return emu_atomic(p, [v](T old) { return v < old ? v : old; });
 }
 // warp collectives
 template <class T>
@@ -147,10 +151,7 @@ static inline unsigned __ballot_sync(unsigned, int p) {
   for (int l = 0; l < 32; l++) r |= (unsigned)(all[l] != 0) << l;
   return r;
 }
-static inline void __syncwarp(unsigned = 0xffffffffu) {
-  int x = 0, all[32];
-  emu_warp_exchange(&x, sizeof x, all);
-}
+static inline void __syncwarp(unsigned = 0xffffffffu) { emu_syncwarp(); }
 // runtime
 struct cudaDeviceProp {
   char name[256];

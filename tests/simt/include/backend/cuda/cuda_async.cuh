@@ -1,22 +1,19 @@
-// cuda_async.cuh (tests/simt, in place of engine/backend/cuda's): cp.async done at once, a valid
-// execution of the asynchronous copy (the kernels wait and sync before they read).
+// cuda_async.cuh (tests/simt, in place of engine/backend/cuda's): cp.async by the emulator's
+// copies (simt.h), which land only when the thread waits for their group: a kernel that reads a
+// stage before its wait reads what was there before.
 #ifndef GE_BACKEND_CUDA_CUDA_ASYNC_CUH
 #define GE_BACKEND_CUDA_CUDA_ASYNC_CUH
-#include <string.h>
+#include "simt.h"
 static inline void cuda_copy16_async(void *dst, const void *src, bool valid) {
-  if (valid)
-    memcpy(dst, src, 16);
-  else
-    memset(dst, 0, 16);
+  emu_copy_async(dst, src, 16, valid);
 }
 static inline void cuda_copy8_async(void *dst, const void *src, bool valid) {
-  if (valid)
-    memcpy(dst, src, 8);
-  else
-    memset(dst, 0, 8);
+  emu_copy_async(dst, src, 8, valid);
 }
-static inline void cuda_copy_commit() {}
+static inline void cuda_copy_commit() { emu_copy_commit(); }
 template <int N>
-static inline void cuda_copy_wait() {}
+static inline void cuda_copy_wait() {
+  emu_copy_wait(N);
+}
 
 #endif

@@ -1,0 +1,54 @@
+// racecheck.h (tests/simt): what the fibers of simt.cc tell ThreadSanitizer in the race-checking
+// build (SIMT_SANITIZER=thread defines SIMT_RACECHECK; elsewhere every call is empty). Each GPU
+// thread is a ThreadSanitizer fiber of its own, switched to without synchronising, so that two
+// threads' accesses are ordered only by what CUDA orders them by: a block barrier, a __syncwarp,
+// the kernel's start and end. simt.cc itself is not instrumented (its own bookkeeping is shared by
+// the fibers by design); the memory it touches for a kernel (cp.async copies) it names here.
+#ifndef GE_TESTS_SIMT_RACECHECK_H
+#define GE_TESTS_SIMT_RACECHECK_H
+
+#include <stddef.h>
+
+#ifdef SIMT_RACECHECK
+#include <sanitizer/tsan_interface.h>
+#include <stdio.h>
+extern "C" {
+void __tsan_ignore_thread_begin(void);
+void __tsan_ignore_thread_end(void);
+void __tsan_read_range(void *addr, unsigned long size);
+void __tsan_write_range(void *addr, unsigned long size);
+}
+// Everything the calling thread did before happens before what a later rc_acquire(sync) does.
+static inline void rc_release(void *sync) { __tsan_release(sync); }
+static inline void rc_acquire(void *sync) { __tsan_acquire(sync); }
+static inline void *rc_current_fiber() { return __tsan_get_current_fiber(); }
+static inline void *rc_new_fiber() { return __tsan_create_fiber(0); }
+// Called just before the context switch to fiber.
+static inline void rc_switch_to(void *fiber) {
+  __tsan_switch_to_fiber(fiber, __tsan_switch_to_fiber_no_sync);
+}
+// Names the fiber in reports by the GPU thread it runs now.
+static inline void rc_name(void *fiber, unsigned tid, unsigned bx, unsigned by, unsigned bz) {
+  char name[64];
+  snprintf(name, sizeof name, "GPU thread %u of block (%u, %u, %u)", tid, bx, by, bz);
+  __tsan_set_fiber_name(fiber, name);
+}
+// Accesses between these are the emulator's own (warp exchange slots, garbage fills): unchecked.
+static inline void rc_ignore_begin() { __tsan_ignore_thread_begin(); }
+static inline void rc_ignore_end() { __tsan_ignore_thread_end(); }
+static inline void rc_read(const void *p, size_t n) { __tsan_read_range((void *)p, n); }
+static inline void rc_write(void *p, size_t n) { __tsan_write_range(p, n); }
+#else
+static inline void rc_release(void *) {}
+static inline void rc_acquire(void *) {}
+static inline void *rc_current_fiber() { return nullptr; }
+static inline void *rc_new_fiber() { return nullptr; }
+static inline void rc_switch_to(void *) {}
+static inline void rc_name(void *, unsigned, unsigned, unsigned, unsigned) {}
+static inline void rc_ignore_begin() {}
+static inline void rc_ignore_end() {}
+static inline void rc_read(const void *, size_t) {}
+static inline void rc_write(void *, size_t) {}
+#endif
+
+#endif
