@@ -126,6 +126,8 @@ clean:
 	rm -rf build
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+# every target, the objects and generated sources included, is kept (a second .SECONDARY line
+# with prerequisites would turn this off: make would delete and rebuild the test objects)
 .SECONDARY:
 
 # ---------------------------------------------------------------------------------------------
@@ -263,7 +265,6 @@ endif
 SIMT_GEN_OBJS := $(patsubst engine/backend/cuda/%.cu,$(SIMT)/gen/%.o,$(CUDA_SRCS))
 SIMT_OBJS := $(SIMT_GEN_OBJS) $(SIMT)/simt.o $(SIMT)/runtime.o $(SIMT)/filter.o
 .PHONY: test-cuda-emu
-.SECONDARY: $(SIMT_GEN_OBJS:.o=.cc)
 
 $(SIMT)/gen/%.cc: engine/backend/cuda/%.cu tests/simt/transform.py
 	@mkdir -p $(@D)

@@ -18,7 +18,8 @@ packages=(
   libopenblas-dev        # CPU matrix products
   libcmocka-dev          # unit tests
   g++                    # the CUDA backend's sources built for the host SIMT emulator (tests/simt)
-  python3                #   and turned into C++ for it (tests/simt/transform.py)
+  python3                #   and turned into C++ for it (tests/simt/transform.py); its race check's
+                         #   ThreadSanitizer (libtsan2) comes with g++ (libgcc-12-dev)
   gnuplot-nox            # plots
   slurm-wlm              # tests/e2e/sweep_slurm.sh: a real one-node Slurm cluster (sweep --slurm)
   munge                  #   and its authentication daemon

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test suite and sums them: unit tests (cmocka binaries in BUILD/tests, TAP output),
-# the quick tests of test_cuda_ops on the host SIMT emulator (BUILD/simt/test_cuda_ops: the CUDA
-# backend's kernels against their CPU twins without a GPU; `make test-cuda-emu` runs them all)
-# and end-to-end scripts (tests/e2e/*.sh, TAP output, given BUILD). Ends with one line
+# the emulator's own tests and the quick tests of test_cuda_ops on the host SIMT emulator
+# (BUILD/simt/test_cuda_ops: the CUDA backend's kernels against their CPU twins without a GPU;
+# `make test-cuda-emu` runs them all), some of them again on its race-checking build
+# (BUILD/simt-thread), and end-to-end scripts (tests/e2e/*.sh, TAP output, given BUILD). Ends with one line
 # "N passed, N failed" and exits non-zero if anything failed or a suite crashed.
 set -uo pipefail
 build=${1:?usage: run-tests.sh BUILD_DIR}
@@ -28,14 +29,16 @@ export CMOCKA_MESSAGE_OUTPUT=TAP
 for t in "$build"/tests/test_*; do
   [ -x "$t" ] && run_suite "$(basename "$t")" "$t"
 done
-# the emulated tests of under half a minute each (the others, attention over 37-1,024 keys,
-# sampling over 201,088 logits, MoE at GPT-OSS's widths or on the wide kernel, take longer)
-emu_quick=test_alloc,test_add_zero,test_embed,test_rmsnorm,test_rope,test_linear,test_attention_groups
-emu_quick+=,test_moe_mxfp4,test_moe_formats,test_moe_uneven,test_weights_refuse
+# the emulated tests of about half a minute or less each on 2 cores (about 80 s in all; the
+# others, sampling over 201,088 logits, MoE at GPT-OSS's widths, the graph replays, take minutes)
+emu_quick=test_alloc,test_add_zero,test_embed,test_rmsnorm,test_rope,test_linear,test_attention
+emu_quick+=,test_moe_mxfp4,test_moe_formats,test_moe_uneven,test_moe_wide,test_weights_refuse
 [ -x "$build/simt/test_simt" ] && run_suite test_simt "$build/simt/test_simt"
 [ -x "$build/simt/test_cuda_ops" ] &&
   EMU_TESTS=$emu_quick run_suite test_cuda_ops-simt "$build/simt/test_cuda_ops"
-# the same on the race-checking build (BUILD/simt-thread: a data race fails the suite)
+# the kernels with shared memory and barriers among them again on the race-checking build
+# (BUILD/simt-thread, about 15-25x slower: a data race fails the suite)
+emu_racecheck=test_rmsnorm,test_attention_groups,test_moe_mxfp4,test_moe_formats,test_moe_uneven
 [ -x "$build/simt-thread/test_simt" ] && run_suite test_simt-racecheck "$build/simt-thread/test_simt"
 [ -x "$build/simt-thread/test_cuda_ops" ] &&
   EMU_TESTS=$emu_racecheck run_suite test_cuda_ops-racecheck "$build/simt-thread/test_cuda_ops"

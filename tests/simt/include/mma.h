@@ -1,6 +1,7 @@
 // mma.h (tests/simt): WMMA on the host. Every lane holds the whole 16 x 16 tile (a fragment's
-// element order is opaque to the kernels), loads and multiplies it alike, and stores the same
-// values as every other lane.
+// element order is opaque to the kernels) and loads and multiplies it alike; a store writes each
+// element once, as a GPU's lanes each store their own 8 (lane l the elements 32 k + l of the
+// tile in row order), so that the race check sees one writer per element.
 #ifndef GE_TESTS_SIMT_MMA_H
 #define GE_TESTS_SIMT_MMA_H
 #include <type_traits>
@@ -46,8 +47,10 @@ static inline void mma_sync(C &d, const A &a, const B &b, const C &c) {
 }
 template <class F>
 static inline void store_matrix_sync(float *p, const F &f, unsigned ldm, layout_t l) {
-  for (int i = 0; i < 16; i++)
-    for (int j = 0; j < 16; j++) (l == mem_row_major ? p[i * ldm + j] : p[j * ldm + i]) = f.m[i][j];
+  for (int e = emu_lane(); e < 256; e += 32) {
+    const int i = e / 16, j = e % 16;
+    (l == mem_row_major ? p[i * ldm + j] : p[j * ldm + i]) = f.m[i][j];
+  }
 }
 }  // namespace wmma
 }  // namespace nvcuda
