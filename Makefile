@@ -101,17 +101,20 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(ENGINE_LIB) $(LIB)
 	@echo LD $@
 	@$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-# (the emulated CUDA tests, tests/simt, plain and race-checking (BUILD/simt-thread), but not
-# under the sanitizers: their fibers switch stacks)
+# (the emulated CUDA tests, tests/simt, plain, race-checking (BUILD/simt-thread) and
+# memory-checking (BUILD/simt-address), but not under SANITIZE=1)
 SIMT_TESTS := $(BUILD)/simt/test_cuda_ops $(BUILD)/simt/gptoss-engine $(BUILD)/simt/test_simt \
-              simt-racecheck
+              simt-checks
 test: all $(UNIT_TESTS) $(if $(filter 1,$(SANITIZE)),,$(SIMT_TESTS))
 	@scripts/run-tests.sh $(BUILD)
 
-.PHONY: simt-racecheck
-simt-racecheck: all
+.PHONY: simt-checks
+# (after the plain build, which makes the C objects they all link: the sub-makes find them made)
+simt-checks: all $(BUILD)/simt/test_cuda_ops $(BUILD)/simt/test_simt
 	@$(MAKE) --no-print-directory SIMT_SANITIZER=thread $(BUILD)/simt-thread/test_cuda_ops \
 	  $(BUILD)/simt-thread/test_simt
+	@$(MAKE) --no-print-directory SIMT_SANITIZER=address $(BUILD)/simt-address/test_cuda_ops \
+	  $(BUILD)/simt-address/test_simt
 
 demo: all
 	@scripts/demo.sh $(BUILD)
@@ -248,19 +251,24 @@ $(BUILD)/obj/%.o: %.cu | deps
 # kernels with their CPU twins with no GPU and no nvcc (logic only: docs/ARCHITECTURE.md). The
 # whole file takes about half an hour on 2 cores; EMU_TESTS=a,b runs the tests whose names hold
 # a or b. `make test` runs the quick ones (scripts/run-tests.sh).
-#   make test-cuda-emu [EMU_TESTS=test_moe_wide,test_attention] [SIMT_SANITIZER=thread]
+#   make test-cuda-emu [EMU_TESTS=test_moe_wide,test_attention] [SIMT_SANITIZER=thread|address]
 # SIMT_SANITIZER=thread builds it in BUILD/simt-thread with the kernels under ThreadSanitizer,
 # each GPU thread a fiber of its own, ordered only by barriers (tests/simt/racecheck.h): a race a
-# missing __syncthreads or __syncwarp would cause on a GPU is reported, as compute-sanitizer's
-# racecheck would (tests/e2e/simt_racecheck.sh proves it catches one).
+# missing __syncthreads, __syncwarp or cp.async wait would cause on a GPU is reported, as
+# compute-sanitizer's racecheck would; SIMT_SANITIZER=address in BUILD/simt-address under
+# AddressSanitizer (tests/simt/memcheck.h): an access past a device buffer or shared memory is
+# reported, as its memcheck would (tests/e2e/simt_checks.sh proves both catch what they should).
 SIMT_SANITIZER ?=
 SIMT := $(BUILD)/simt$(if $(SIMT_SANITIZER),-$(SIMT_SANITIZER))
 SIMT_CXXFLAGS := -std=c++17 -O2 -g -w -MMD -MP -Itests/simt/include -Itests/simt -Iengine -Isrc
 ifeq ($(SIMT_SANITIZER),thread)
   SIMT_SAN_FLAGS := -fsanitize=thread
   SIMT_CXXFLAGS += -DSIMT_RACECHECK
+else ifeq ($(SIMT_SANITIZER),address)
+  SIMT_SAN_FLAGS := -fsanitize=address
+  SIMT_CXXFLAGS += -DSIMT_MEMCHECK
 else ifneq ($(SIMT_SANITIZER),)
-  $(error SIMT_SANITIZER=$(SIMT_SANITIZER): only SIMT_SANITIZER=thread (or none) is known)
+  $(error SIMT_SANITIZER=$(SIMT_SANITIZER): SIMT_SANITIZER=thread or address (or none))
 endif
 SIMT_GEN_OBJS := $(patsubst engine/backend/cuda/%.cu,$(SIMT)/gen/%.o,$(CUDA_SRCS))
 SIMT_OBJS := $(SIMT_GEN_OBJS) $(SIMT)/simt.o $(SIMT)/runtime.o $(SIMT)/filter.o
@@ -309,8 +317,8 @@ $(SIMT)/gptoss-engine: $(BUILD)/obj/engine/main.o $(filter-out $(SIMT)/filter.o,
 
 test-cuda-emu: $(SIMT)/test_simt $(SIMT)/test_cuda_ops $(if $(SIMT_SANITIZER),,$(SIMT)/gptoss-engine)
 	@$(SIMT)/test_simt
-	@EMU_TESTS=$(EMU_TESTS) $(SIMT)/test_cuda_ops
-	@$(if $(SIMT_SANITIZER),bash tests/e2e/simt_racecheck.sh $(BUILD),EMU_SERVE=1 bash tests/e2e/engine_cuda_emu.sh $(BUILD))
+	@$(if $(filter thread,$(SIMT_SANITIZER)),TEST_CPU_TWIN_THREADS=1) EMU_TESTS=$(EMU_TESTS) $(SIMT)/test_cuda_ops
+	@$(if $(SIMT_SANITIZER),bash tests/e2e/simt_checks.sh $(BUILD),EMU_SERVE=1 bash tests/e2e/engine_cuda_emu.sh $(BUILD))
 
 -include $(shell find $(SIMT) -name '*.d' 2>/dev/null)
 

@@ -2,8 +2,8 @@
 # Runs every test suite and sums them: unit tests (cmocka binaries in BUILD/tests, TAP output),
 # the emulator's own tests and the quick tests of test_cuda_ops on the host SIMT emulator
 # (BUILD/simt/test_cuda_ops: the CUDA backend's kernels against their CPU twins without a GPU;
-# `make test-cuda-emu` runs them all), some of them again on its race-checking build
-# (BUILD/simt-thread), and end-to-end scripts (tests/e2e/*.sh, TAP output, given BUILD). Ends with one line
+# `make test-cuda-emu` runs them all), some of them again on its race- and memory-checking builds
+# (BUILD/simt-thread, BUILD/simt-address), and end-to-end scripts (tests/e2e/*.sh, TAP output, given BUILD). Ends with one line
 # "N passed, N failed" and exits non-zero if anything failed or a suite crashed.
 set -uo pipefail
 build=${1:?usage: run-tests.sh BUILD_DIR}
@@ -36,12 +36,16 @@ emu_quick+=,test_moe_mxfp4,test_moe_formats,test_moe_uneven,test_moe_wide,test_w
 [ -x "$build/simt/test_simt" ] && run_suite test_simt "$build/simt/test_simt"
 [ -x "$build/simt/test_cuda_ops" ] &&
   EMU_TESTS=$emu_quick run_suite test_cuda_ops-simt "$build/simt/test_cuda_ops"
-# the kernels with shared memory and barriers among them again on the race-checking build
-# (BUILD/simt-thread, about 15-25x slower: a data race fails the suite)
-emu_racecheck=test_rmsnorm,test_attention_groups,test_moe_mxfp4,test_moe_formats,test_moe_uneven
-[ -x "$build/simt-thread/test_simt" ] && run_suite test_simt-racecheck "$build/simt-thread/test_simt"
-[ -x "$build/simt-thread/test_cuda_ops" ] &&
-  EMU_TESTS=$emu_racecheck run_suite test_cuda_ops-racecheck "$build/simt-thread/test_cuda_ops"
+# the kernels with shared memory and barriers among them again on the checking builds: under
+# ThreadSanitizer (BUILD/simt-thread, 15-25x slower) and AddressSanitizer (BUILD/simt-address);
+# a race or an out-of-bounds access fails the suite
+emu_checked=test_rmsnorm,test_attention_groups,test_moe_mxfp4,test_moe_formats,test_moe_uneven
+for check in thread:racecheck address:memcheck; do
+  dir="$build/simt-${check%%:*}" name=${check#*:}
+  [ -x "$dir/test_simt" ] && run_suite "test_simt-$name" "$dir/test_simt"
+  [ -x "$dir/test_cuda_ops" ] && TEST_CPU_TWIN_THREADS=1 EMU_TESTS=$emu_checked \
+    run_suite "test_cuda_ops-$name" "$dir/test_cuda_ops"
+done
 for t in tests/e2e/*.sh; do
   [ -f "$t" ] && run_suite "$(basename "$t" .sh)" bash "$t" "$build"
 done

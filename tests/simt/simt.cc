@@ -1,7 +1,8 @@
 // simt.cc: the fibers of simt.h: a block's threads, their block and warp barriers, the warp
 // exchange the collectives are built on, cp.async copies held until their wait, and fresh
 // (garbage) static shared memory for every block. In the race-checking build each fiber is a
-// ThreadSanitizer fiber, ordered with the others only by barriers (racecheck.h).
+// ThreadSanitizer fiber, ordered with the others only by barriers (racecheck.h); in the
+// memory-checking build AddressSanitizer is told of every switch (memcheck.h).
 #include "simt.h"
 
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include <vector>
 
+#include "memcheck.h"
 #include "racecheck.h"
 
 void emu_work(std::function<void()> f);  // runtime.cc
@@ -52,9 +54,16 @@ emu_switch:
   .text
 )");
 
+#ifdef SIMT_MEMCHECK
+// Out-of-bounds accesses are what this build is for; the tests' and the emulator's allocations
+// that live to the exit are not leaks worth a report.
+extern "C" const char *__asan_default_options() { return "detect_leaks=0"; }
+#endif
 #ifdef SIMT_RACECHECK
 // The CPU twins the tests compare with (engine/backend/cpu, not instrumented) share work with a
 // thread pool whose synchronisation ThreadSanitizer cannot see: their copies would read as races.
+// (The race-checking runs give the twin one thread, TEST_CPU_TWIN_THREADS=1: checking and then
+// suppressing those copies took most of the time.)
 extern "C" const char *__tsan_default_suppressions() { return "race:engine/backend/cpu/\n"; }
 #endif
 
@@ -79,13 +88,18 @@ struct Fiber {
   unsigned tid;
   bool done;
   char *stack;
-  void *checked;  // its ThreadSanitizer fiber (race-checking build)
+  void *checked;     // its ThreadSanitizer fiber (race-checking build)
+  void *fake_stack;  // AddressSanitizer's, while it is switched out (memory-checking build)
   std::vector<PendingCopy> copies;
   unsigned commits;
 };
 
 void *scheduler_sp;
 void *scheduler_checked;
+// the scheduler's stack, learnt at its first switch to a fiber, and its fake stack (memcheck.h)
+const void *scheduler_stack;
+size_t scheduler_stack_bytes;
+void *scheduler_fake_stack;
 std::vector<Fiber> fibers;
 Fiber *current;
 const std::function<void()> *body;
@@ -103,9 +117,21 @@ char block_start, block_end, block_barrier[2], warp_barrier_sync[kMaxThreads / 3
 // static shared variables already given garbage in this block
 std::vector<void *> fresh_shared;
 
+// From the running fiber to the scheduler (for good once the fiber is done).
 void yield() {
   rc_switch_to(scheduler_checked);
+  mc_leave(current->done ? nullptr : &current->fake_stack, scheduler_stack, scheduler_stack_bytes);
   emu_switch(&current->sp, scheduler_sp);
+  mc_arrive(current->fake_stack, nullptr, nullptr);
+}
+
+// From the scheduler to fiber f.
+void enter(Fiber &f) {
+  current = &f;
+  rc_switch_to(f.checked);
+  mc_leave(&scheduler_fake_stack, f.stack, kStackBytes);
+  emu_switch(&scheduler_sp, f.sp);
+  mc_arrive(scheduler_fake_stack, nullptr, nullptr);
 }
 
 // Opens every barrier whose live threads have all arrived (a thread that returns no longer
@@ -148,6 +174,7 @@ void land_copies(unsigned upto) {
 }
 
 void run_thread() {
+  mc_arrive(nullptr, &scheduler_stack, &scheduler_stack_bytes);
   rc_acquire(&block_start);
   (*body)();
   land_copies(~0u);  // copies never waited for still land (on a GPU, some time before the end)
@@ -191,11 +218,7 @@ void run_block(unsigned threads) {
   rc_release(&block_start);
   while (block_live > 0)
     for (unsigned t = 0; t < threads; t++)
-      if (!fibers[t].done) {
-        current = &fibers[t];
-        rc_switch_to(current->checked);
-        emu_switch(&scheduler_sp, current->sp);
-      }
+      if (!fibers[t].done) enter(fibers[t]);
   rc_acquire(&block_end);
 }
 
@@ -205,8 +228,9 @@ void run_grid(dim3 grid, dim3 block, size_t smem, const std::function<void()> &f
     fprintf(stderr, "simt: a block of %u threads\n", threads);
     abort();
   }
-  std::vector<unsigned char> dynamic(smem + 128);
-  emu_dyn_smem = (unsigned char *)(((uintptr_t)dynamic.data() + 127) & ~(uintptr_t)127);
+  void *dynamic = nullptr;  // exactly smem bytes: AddressSanitizer sees an access past them
+  if (posix_memalign(&dynamic, 128, smem ? smem : 1)) abort();
+  emu_dyn_smem = (unsigned char *)dynamic;
   emu_grid = grid, emu_block = block, body = &f, dyn_smem_bytes = smem;
   scheduler_checked = rc_current_fiber();
   if (fibers.size() < threads) fibers.resize(threads);
@@ -220,6 +244,7 @@ void run_grid(dim3 grid, dim3 block, size_t smem, const std::function<void()> &f
         emu_block_idx = EmuIdx{x, y, z};
         run_block(threads);
       }
+  free(dynamic);
 }
 }  // namespace
 

@@ -1,15 +1,16 @@
 // simt.h: a host emulator of CUDA's execution model, so that the CUDA backend's kernels run on a
 // CPU (make test-cuda-emu: test_cuda_ops against the CPU twins, no GPU). A launch runs its blocks
 // one after another; a block's threads are fibers (stacks of their own, simt.cc) of one OS thread
-// that switch only at
-// __syncthreads and warp collectives (shuffles, ballots, ldmatrix, mma.sync: tests/simt/include),
-// which are barriers over the block's or warp's fibers. So shared memory is a plain array of the
-// block's, and an atomic is a read-modify-write. A cp.async copy lands when its thread waits for
-// it (the latest a GPU may land it), and a block's shared memory starts as garbage. It checks a
-// kernel's arithmetic, indexing and synchronisation points, not its speed, occupancy, register or
-// shared-memory limits. Fibers run to their next barrier in a fixed order, so a race a missing
-// barrier causes may go unseen here; the race-checking build (SIMT_SANITIZER=thread, racecheck.h)
-// reports it: ThreadSanitizer sees the threads ordered only by barriers.
+// that switch only at __syncthreads and warp collectives (shuffles, ballots, ldmatrix, mma.sync:
+// tests/simt/include), which are barriers over the block's or warp's fibers. So shared memory is
+// a plain array of the block's, and an atomic is a read-modify-write. A cp.async copy lands when
+// its thread waits for it (the latest a GPU may land it), and a block's shared memory starts as
+// garbage. It checks a kernel's arithmetic, indexing and synchronisation points, not its speed,
+// occupancy, register or shared-memory limits. Fibers run to their next barrier in a fixed order,
+// so a race a missing barrier causes may go unseen here; the race-checking build
+// (SIMT_SANITIZER=thread, racecheck.h) reports it: ThreadSanitizer sees the threads ordered only
+// by barriers. The memory-checking build (SIMT_SANITIZER=address, memcheck.h) reports an access
+// past a device buffer or shared memory.
 #ifndef GE_TESTS_SIMT_SIMT_H
 #define GE_TESTS_SIMT_SIMT_H
 

@@ -1,11 +1,14 @@
 // test_simt.cu (tests/simt): the SIMT emulator's own guarantees, written as CUDA (turned into C++
 // by transform.py, as the backend's sources are): a block barrier and __syncwarp order memory, a
 // cp.async copy lands only at its wait, a block's shared memory starts as garbage, atomics add
-// up. With no argument it runs those as cmocka tests (in both builds). With a case name it runs
-// one kernel and exits: tests/e2e/simt_racecheck.sh runs the race cases in the race-checking build
+// up. With no argument it runs those as cmocka tests (in every build). With a case name it runs
+// one kernel and exits: tests/e2e/simt_checks.sh runs the race cases in the race-checking build
 // (BUILD/simt-thread) and expects ThreadSanitizer to report each, and the same kernels with the
-// missing barrier or wait put back to run clean.
-//   test_simt [CASE]   CASE: block-race, block-ok, warp-race, warp-ok, copy-race, copy-ok
+// missing barrier or wait put back to run clean; and the reads one element past global, static
+// shared and dynamic shared memory in the memory-checking build (BUILD/simt-address), where
+// AddressSanitizer must report each, and the same reads in bounds must run clean.
+//   test_simt [CASE]   CASE: block-race, block-ok, warp-race, warp-ok, copy-race, copy-ok,
+//                      global-past, static-past, dynamic-past, reach-ok
 #include <cuda_runtime.h>
 
 #include "backend/cuda/cuda_async.cuh"
@@ -52,6 +55,17 @@ __global__ void copy_kernel(const int4 *in, int4 *out, bool wait, int shift) {
   if (wait) cuda_copy_wait<0>();
   __syncthreads();
   out[t] = s[(t + shift) % THREADS];
+}
+
+// out[t] = the value of in[t + past] through global memory (where 0), static shared memory (1)
+// or dynamic shared memory (2): with past 1, the last thread reads one element past the end.
+__global__ void reach_kernel(const int *in, int *out, int where, int past) {
+  __shared__ int s[THREADS];
+  extern __shared__ int dyn[];
+  const int t = threadIdx.x, i = t + past;
+  s[t] = dyn[t] = in[t];
+  __syncthreads();
+  out[t] = where == 0 ? in[i] : where == 1 ? s[i] : dyn[i];
 }
 
 // Block 0 writes its static and dynamic shared memory; every block reports what it finds.
@@ -122,12 +136,20 @@ static void run_copy(bool wait, int shift, int *out) {
   memcpy(out, b.host, 4 * THREADS * sizeof(int));
 }
 
+static void run_reach(int where, int past, int *out) {
+  Buffers b;
+  buffers_make(&b, THREADS);
+  reach_kernel<<<1, THREADS, THREADS * sizeof(int), nullptr>>>(b.in, b.out, where, past);
+  buffers_take(&b, THREADS);
+  memcpy(out, b.host, THREADS * sizeof(int));
+}
+
 static void test_barrier_orders_the_block(void **state) {
   (void)state;
   int out[THREADS];
   run_neighbour(true, out);
   for (int t = 0; t < THREADS; t++) assert_int_equal(out[t], 100 + (t + 1) % THREADS);
-#ifndef SIMT_RACECHECK  // there the race is reported instead (tests/e2e/simt_racecheck.sh)
+#ifndef SIMT_RACECHECK  // there the race is reported instead (tests/e2e/simt_checks.sh)
   // Without it each thread runs to its end before the next starts: thread t reads s[t + 1]
   // before thread t + 1 wrote it (garbage), and only the last sees thread 0's.
   run_neighbour(false, out);
@@ -171,6 +193,15 @@ static void test_shared_memory_starts_as_garbage(void **state) {
   cudaFree(d_static), cudaFree(d_dynamic);
 }
 
+static void test_reads_through_each_memory(void **state) {
+  (void)state;
+  int out[THREADS];
+  for (int where = 0; where < 3; where++) {
+    run_reach(where, 0, out);
+    for (int t = 0; t < THREADS; t++) assert_int_equal(out[t], 100 + t);
+  }
+}
+
 static void test_atomics_add_up(void **state) {
   (void)state;
   int *total, h_total;
@@ -188,7 +219,7 @@ static void test_atomics_add_up(void **state) {
   cudaFree(total), cudaFree(total_f);
 }
 
-// One case of tests/e2e/simt_racecheck.sh; 0 when it ran, 2 for an unknown name.
+// One case of tests/e2e/simt_checks.sh; 0 when it ran, 2 for an unknown name.
 static int run_case(const char *name) {
   int out[4 * THREADS];
   if (!strcmp(name, "block-race") || !strcmp(name, "block-ok"))
@@ -197,9 +228,14 @@ static int run_case(const char *name) {
     run_warp(!strcmp(name, "warp-ok"), out);
   else if (!strcmp(name, "copy-race") || !strcmp(name, "copy-ok"))
     run_copy(!strcmp(name, "copy-ok"), 1, out);
+  else if (!strcmp(name, "global-past") || !strcmp(name, "static-past") ||
+           !strcmp(name, "dynamic-past"))
+    run_reach(name[0] == 'g' ? 0 : name[0] == 's' ? 1 : 2, 1, out);
+  else if (!strcmp(name, "reach-ok"))
+    for (int where = 0; where < 3; where++) run_reach(where, 0, out);
   else {
     fprintf(stderr, "test_simt: no case '%s' (block-race, block-ok, warp-race, warp-ok, "
-                    "copy-race, copy-ok)\n", name);
+                    "copy-race, copy-ok, global-past, static-past, dynamic-past, reach-ok)\n", name);
     return 2;
   }
   return 0;
@@ -212,6 +248,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_syncwarp_orders_the_warp),
       cmocka_unit_test(test_copy_lands_at_its_wait),
       cmocka_unit_test(test_shared_memory_starts_as_garbage),
+      cmocka_unit_test(test_reads_through_each_memory),
       cmocka_unit_test(test_atomics_add_up),
   };
   return cmocka_run_group_tests_name("the SIMT emulator", tests, NULL, NULL);
