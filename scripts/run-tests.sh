@@ -2,9 +2,10 @@
 # Runs every test suite and sums them: unit tests (cmocka binaries in BUILD/tests, TAP output),
 # the emulator's own tests and the quick tests of test_cuda_ops on the host SIMT emulator
 # (BUILD/simt/test_cuda_ops: the CUDA backend's kernels against their CPU twins without a GPU;
-# `make test-cuda-emu` runs them all), some of them again on its race- and memory-checking builds
-# (BUILD/simt-thread, BUILD/simt-address), and end-to-end scripts (tests/e2e/*.sh, TAP output, given BUILD). Ends with one line
-# "N passed, N failed" and exits non-zero if anything failed or a suite crashed.
+# `make test-cuda-emu` runs them all), some of them again on its race- and memory-checking
+# builds (BUILD/simt-thread, BUILD/simt-address), and end-to-end scripts (tests/e2e/*.sh, TAP
+# output, given BUILD). Ends with one line "N passed, N failed" and exits non-zero if anything
+# failed or a suite crashed.
 set -uo pipefail
 build=${1:?usage: run-tests.sh BUILD_DIR}
 passed=0
@@ -39,11 +40,13 @@ emu_quick+=,test_moe_mxfp4,test_moe_formats,test_moe_uneven,test_moe_wide,test_w
 # the kernels with shared memory and barriers among them again on the checking builds: under
 # ThreadSanitizer (BUILD/simt-thread, 15-25x slower) and AddressSanitizer (BUILD/simt-address);
 # a race or an out-of-bounds access fails the suite
+# (the race check gives the CPU twin one thread: test_cuda_ops.c, TEST_CPU_TWIN_THREADS)
 emu_checked=test_rmsnorm,test_attention_groups,test_moe_mxfp4,test_moe_formats,test_moe_uneven
-for check in thread:racecheck address:memcheck; do
-  dir="$build/simt-${check%%:*}" name=${check#*:}
+for check in thread:racecheck:1 address:memcheck:2; do
+  IFS=: read -r sanitizer name twin_threads <<< "$check"
+  dir="$build/simt-$sanitizer"
   [ -x "$dir/test_simt" ] && run_suite "test_simt-$name" "$dir/test_simt"
-  [ -x "$dir/test_cuda_ops" ] && TEST_CPU_TWIN_THREADS=1 EMU_TESTS=$emu_checked \
+  [ -x "$dir/test_cuda_ops" ] && TEST_CPU_TWIN_THREADS=$twin_threads EMU_TESTS=$emu_checked \
     run_suite "test_cuda_ops-$name" "$dir/test_cuda_ops"
 done
 for t in tests/e2e/*.sh; do

@@ -3,7 +3,8 @@
 // thread is a ThreadSanitizer fiber of its own, switched to without synchronising, so that two
 // threads' accesses are ordered only by what CUDA orders them by: a block barrier, a __syncwarp,
 // the kernel's start and end. simt.cc itself is not instrumented (its own bookkeeping is shared by
-// the fibers by design); the memory it touches for a kernel (cp.async copies) it names here.
+// the fibers by design); the cp.async copies it lands for a kernel are still checked, through
+// ThreadSanitizer's memcpy and memset interceptors, as the landing thread's accesses.
 #ifndef GE_TESTS_SIMT_RACECHECK_H
 #define GE_TESTS_SIMT_RACECHECK_H
 
@@ -15,8 +16,6 @@
 extern "C" {
 void __tsan_ignore_thread_begin(void);
 void __tsan_ignore_thread_end(void);
-void __tsan_read_range(void *addr, unsigned long size);
-void __tsan_write_range(void *addr, unsigned long size);
 }
 // Everything the calling thread did before happens before what a later rc_acquire(sync) does.
 static inline void rc_release(void *sync) { __tsan_release(sync); }
@@ -36,8 +35,6 @@ static inline void rc_name(void *fiber, unsigned tid, unsigned bx, unsigned by, 
 // Accesses between these are the emulator's own (warp exchange slots, garbage fills): unchecked.
 static inline void rc_ignore_begin() { __tsan_ignore_thread_begin(); }
 static inline void rc_ignore_end() { __tsan_ignore_thread_end(); }
-static inline void rc_read(const void *p, size_t n) { __tsan_read_range((void *)p, n); }
-static inline void rc_write(void *p, size_t n) { __tsan_write_range(p, n); }
 #else
 static inline void rc_release(void *) {}
 static inline void rc_acquire(void *) {}
@@ -47,8 +44,6 @@ static inline void rc_switch_to(void *) {}
 static inline void rc_name(void *, unsigned, unsigned, unsigned, unsigned) {}
 static inline void rc_ignore_begin() {}
 static inline void rc_ignore_end() {}
-static inline void rc_read(const void *, size_t) {}
-static inline void rc_write(void *, size_t) {}
 #endif
 
 #endif

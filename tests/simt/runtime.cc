@@ -57,10 +57,10 @@ cudaError_t cudaFuncSetAttribute(const void *, cudaFuncAttribute, int) { return 
 // A device of 2 GiB (serve sizes its KV cache from what is free: host memory backs it).
 static const size_t kDeviceBytes = (size_t)2 << 30;
 static size_t in_use;
-// Device memory is not zeroed: up to 64 MiB is filled with a pattern (a kernel that reads what it
-// never wrote sees garbage, as on a GPU); larger buffers stay untouched until used.
-// An allocation holds exactly n bytes (256-byte aligned, as cudaMalloc's), so that the
-// memory-checking build's AddressSanitizer sees an access past them.
+// An allocation holds exactly n bytes (256-byte aligned, as cudaMalloc's: the memory-checking
+// build's AddressSanitizer sees an access past them) and is not zeroed: up to 64 MiB is filled
+// with a pattern (a kernel that reads what it never wrote sees garbage, as on a GPU); larger
+// buffers stay untouched until used.
 cudaError_t cudaMalloc(void **p, size_t n) {
   if (in_use + n > kDeviceBytes) return bad(cudaErrorMemoryAllocation);
   if (posix_memalign(p, 256, n ? n : 1)) return bad(cudaErrorMemoryAllocation);

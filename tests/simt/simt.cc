@@ -162,13 +162,10 @@ void land_copies(unsigned upto) {
       copies[kept++] = c;
       continue;
     }
-    rc_write(c.dst, c.bytes);
-    if (c.valid) {
-      rc_read(c.src, c.bytes);
+    if (c.valid)
       memcpy(c.dst, c.src, c.bytes);
-    } else {
+    else
       memset(c.dst, 0, c.bytes);
-    }
   }
   copies.resize(kept);
 }
