@@ -114,7 +114,7 @@ simt-checks: all $(BUILD)/simt/test_cuda_ops $(BUILD)/simt/test_simt
 	@$(MAKE) --no-print-directory SIMT_SANITIZER=thread $(BUILD)/simt-thread/test_cuda_ops \
 	  $(BUILD)/simt-thread/test_simt
 	@$(MAKE) --no-print-directory SIMT_SANITIZER=address $(BUILD)/simt-address/test_cuda_ops \
-	  $(BUILD)/simt-address/test_simt
+	  $(BUILD)/simt-address/test_simt $(BUILD)/simt-address/gptoss-engine
 
 demo: all
 	@scripts/demo.sh $(BUILD)
@@ -249,8 +249,9 @@ $(BUILD)/obj/%.o: %.cu | deps
 # tests/simt/transform.py (launches and shared arrays only) and compiled for the host SIMT
 # emulator, and test_cuda_ops linked against it: its tests then compare the backend's own
 # kernels with their CPU twins with no GPU and no nvcc (logic only: docs/ARCHITECTURE.md). The
-# whole file takes about half an hour on 2 cores; EMU_TESTS=a,b runs the tests whose names hold
-# a or b. `make test` runs the quick ones (scripts/run-tests.sh).
+# whole file takes about 13 minutes on 2 cores; EMU_TESTS=a,b runs the tests whose names hold
+# a or b. `make test` runs the quick ones (scripts/run-tests.sh). Then the engine built on it
+# (tests/e2e/engine_cuda_emu.sh; serving too, except on the race-checking build).
 #   make test-cuda-emu [EMU_TESTS=test_moe_wide,test_attention] [SIMT_SANITIZER=thread|address]
 # SIMT_SANITIZER=thread builds it in BUILD/simt-thread with the kernels under ThreadSanitizer,
 # each GPU thread a fiber of its own, ordered only by barriers (tests/simt/racecheck.h): a race a
@@ -315,10 +316,12 @@ $(SIMT)/gptoss-engine: $(BUILD)/obj/engine/main.o $(filter-out $(SIMT)/filter.o,
 	@echo LD $@
 	@$(CXX) $(LDFLAGS) $(SIMT_SAN_FLAGS) $^ $(PKG_LIBS) -lpthread -lm -o $@
 
-test-cuda-emu: $(SIMT)/test_simt $(SIMT)/test_cuda_ops $(if $(SIMT_SANITIZER),,$(SIMT)/gptoss-engine)
+test-cuda-emu: $(SIMT)/test_simt $(SIMT)/test_cuda_ops $(SIMT)/gptoss-engine
 	@$(SIMT)/test_simt
 	@$(if $(filter thread,$(SIMT_SANITIZER)),TEST_CPU_TWIN_THREADS=1) EMU_TESTS=$(EMU_TESTS) $(SIMT)/test_cuda_ops
-	@$(if $(SIMT_SANITIZER),bash tests/e2e/simt_checks.sh $(BUILD),EMU_SERVE=1 bash tests/e2e/engine_cuda_emu.sh $(BUILD))
+	@SIMT_SANITIZER=$(SIMT_SANITIZER) EMU_SERVE=$(if $(filter thread,$(SIMT_SANITIZER)),0,1) \
+	  bash tests/e2e/engine_cuda_emu.sh $(BUILD)
+	@$(if $(SIMT_SANITIZER),bash tests/e2e/simt_checks.sh $(BUILD))
 
 -include $(shell find $(SIMT) -name '*.d' 2>/dev/null)
 

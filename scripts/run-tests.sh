@@ -13,9 +13,10 @@ failed=0
 
 run_suite() {  # name, command...
   local name=$1; shift
-  local out rc ok not_ok
+  local out rc ok not_ok started=$SECONDS
   out=$("$@" 2>&1); rc=$?
   printf '%s\n' "$out" | sed "s|^|[$name] |"
+  echo "[$name] took $((SECONDS - started)) s"
   ok=$(printf '%s\n' "$out" | grep -c '^ok ')
   not_ok=$(printf '%s\n' "$out" | grep -c '^not ok ')
   if [ "$rc" -ne 0 ] && [ "$not_ok" -eq 0 ]; then
@@ -33,7 +34,8 @@ done
 # the emulated tests of about half a minute or less each on 2 cores (about 80 s in all; the
 # others, sampling over 201,088 logits, MoE at GPT-OSS's widths, the graph replays, take minutes)
 emu_quick=test_alloc,test_add_zero,test_embed,test_rmsnorm,test_rope,test_linear,test_attention
-emu_quick+=,test_moe_mxfp4,test_moe_formats,test_moe_uneven,test_moe_wide,test_weights_refuse
+emu_quick+=,test_moe_mxfp4,test_moe_formats,test_moe_uneven,test_moe_ties,test_moe_wide
+emu_quick+=,test_sample_short_rows,test_sample_top_short_rows,test_weights_refuse
 [ -x "$build/simt/test_simt" ] && run_suite test_simt "$build/simt/test_simt"
 [ -x "$build/simt/test_cuda_ops" ] &&
   EMU_TESTS=$emu_quick run_suite test_cuda_ops-simt "$build/simt/test_cuda_ops"
@@ -42,6 +44,7 @@ emu_quick+=,test_moe_mxfp4,test_moe_formats,test_moe_uneven,test_moe_wide,test_w
 # a race or an out-of-bounds access fails the suite
 # (the race check gives the CPU twin one thread: test_cuda_ops.c, TEST_CPU_TWIN_THREADS)
 emu_checked=test_rmsnorm,test_attention_groups,test_moe_mxfp4,test_moe_formats,test_moe_uneven
+emu_checked+=,test_sample_short_rows,test_sample_top_short_rows
 for check in thread:racecheck:1 address:memcheck:2; do
   IFS=: read -r sanitizer name twin_threads <<< "$check"
   dir="$build/simt-$sanitizer"
@@ -49,6 +52,8 @@ for check in thread:racecheck:1 address:memcheck:2; do
   [ -x "$dir/test_cuda_ops" ] && TEST_CPU_TWIN_THREADS=$twin_threads EMU_TESTS=$emu_checked \
     run_suite "test_cuda_ops-$name" "$dir/test_cuda_ops"
 done
+# and the whole engine's forward passes on the golden checkpoints, memory-checked (about 10 s)
+SIMT_SANITIZER=address run_suite engine_cuda_emu-memcheck bash tests/e2e/engine_cuda_emu.sh "$build"
 for t in tests/e2e/*.sh; do
   [ -f "$t" ] && run_suite "$(basename "$t" .sh)" bash "$t" "$build"
 done

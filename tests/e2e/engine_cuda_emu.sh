@@ -6,10 +6,13 @@
 # weights (MXFP4 experts, a bf16 KV cache, tensor-core attention) within 5e-2. With EMU_SERVE=1
 # (make test-cuda-emu; about 3 minutes) also `serve` with its decode steps' CUDA graphs and with
 # --enforce-eager: 4 greedy completions at once give the same texts, and the shutdown line says
-# graphs ran steps (gpu-check's `graphs` step). Skipped where the emulated engine is not built
-# (make test SANITIZE=1). Usage: [EMU_SERVE=1] engine_cuda_emu.sh BUILD_DIR (TAP).
+# graphs ran steps (gpu-check's `graphs` step). With SIMT_SANITIZER=address or thread, the same
+# on the memory- or race-checking build (BUILD/simt-address, BUILD/simt-thread): a bad access
+# or a race in any kernel of a whole forward pass fails the generation. Skipped where that
+# engine is not built (make test SANITIZE=1).
+# Usage: [EMU_SERVE=1] [SIMT_SANITIZER=address|thread] engine_cuda_emu.sh BUILD_DIR (TAP).
 set -u
-bin="${1:?usage: engine_cuda_emu.sh BUILD_DIR}/simt/gptoss-engine"
+bin="${1:?usage: engine_cuda_emu.sh BUILD_DIR}/simt${SIMT_SANITIZER:+-$SIMT_SANITIZER}/gptoss-engine"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . tests/e2e/tap.bash

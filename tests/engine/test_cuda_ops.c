@@ -1049,8 +1049,8 @@ static void test_moe_uneven_and_range(void **state) {
   moe_free(t, &w);
 }
 
-// Ties in the router (all logits equal: experts 0 .. k-1 win) and GPT-OSS's own widths.
-static void test_moe_ties_and_gpt_oss_shape(void **state) {
+// Ties in the router (all logits equal: experts 0 .. k-1 win).
+static void test_moe_ties(void **state) {
   NEED_GPU(state);
   Twins *t = *state;
   const float zero_bias[8] = {0};
@@ -1062,6 +1062,12 @@ static void test_moe_ties_and_gpt_oss_shape(void **state) {
   assert_true(cuda_weights_upload(t->gpu, &m.host, &m.dev, err, sizeof err));
   check_moe(t, &m, "all logits tied: experts 0, 1, 2", 9, 1.0f, false, 0, 8, 1210);
   moe_free(t, &m);
+}
+
+// GPT-OSS's own widths (minutes on the emulator).
+static void test_moe_gpt_oss_widths(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
   Moe g;
   moe_init(t, &g, 2880, 2880, 8, 4, WEIGHT_F32, WEIGHT_MXFP4, NULL, 1220);
   check_moe(t, &g, "gpt-oss widths 2880/2880, 8x top-4", 1, 1.0f, false, 0, 8, 1221);
@@ -1292,12 +1298,18 @@ static void check_sample(Twins *t, int rows, int vocab, float scale, uint64_t se
   t->gpu->free(t->gpu, dx);
 }
 
-static void test_sample(void **state) {
+// Split by row length so that the short rows, seconds on the emulator, can run race-checked.
+static void test_sample_short_rows(void **state) {
   NEED_GPU(state);
   Twins *t = *state;
-  check_sample(t, 10, 1, 1.0f, 1300);         // one id: always 0
-  check_sample(t, 25, 33, 1.0f, 1301);        // a partial last chunk in every warp's segment
-  check_sample(t, 50, 1000, 4.0f, 1302);      // fewer ids than threads
+  check_sample(t, 10, 1, 1.0f, 1300);     // one id: always 0
+  check_sample(t, 25, 33, 1.0f, 1301);    // a partial last chunk in every warp's segment
+  check_sample(t, 50, 1000, 4.0f, 1302);  // fewer ids than threads
+}
+
+static void test_sample_gpt_oss_rows(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
   check_sample(t, 100, 201088, 1.0f, 1303);   // GPT-OSS's vocabulary, flat
   check_sample(t, 100, 201088, 16.0f, 1304);  // peaked (a few ids hold the mass)
 }
@@ -1395,11 +1407,16 @@ static void check_sample_top(Twins *t, int rows, int vocab, float scale, uint64_
   t->gpu->free(t->gpu, dx);
 }
 
-static void test_sample_top(void **state) {
+static void test_sample_top_short_rows(void **state) {
   NEED_GPU(state);
   Twins *t = *state;
-  check_sample_top(t, 36, 33, 1.0f, 1310);       // a partial chunk in every warp's segment
-  check_sample_top(t, 36, 1000, 4.0f, 1311);     // fewer ids than threads
+  check_sample_top(t, 36, 33, 1.0f, 1310);    // a partial chunk in every warp's segment
+  check_sample_top(t, 36, 1000, 4.0f, 1311);  // fewer ids than threads
+}
+
+static void test_sample_top_gpt_oss_rows(void **state) {
+  NEED_GPU(state);
+  Twins *t = *state;
   check_sample_top(t, 36, 201088, 1.0f, 1312);   // GPT-OSS's vocabulary, flat
   check_sample_top(t, 36, 201088, 16.0f, 1313);  // peaked
 }
@@ -1628,12 +1645,15 @@ int main(void) {
       cmocka_unit_test(test_moe_mxfp4_scale_paths),
       cmocka_unit_test(test_moe_formats),
       cmocka_unit_test(test_moe_uneven_and_range),
-      cmocka_unit_test(test_moe_ties_and_gpt_oss_shape),
+      cmocka_unit_test(test_moe_ties),
+      cmocka_unit_test(test_moe_gpt_oss_widths),
       cmocka_unit_test(test_moe_wide),
       cmocka_unit_test(test_moe_cublas),
       cmocka_unit_test(test_moe_forced),
-      cmocka_unit_test(test_sample),
-      cmocka_unit_test(test_sample_top),
+      cmocka_unit_test(test_sample_short_rows),
+      cmocka_unit_test(test_sample_gpt_oss_rows),
+      cmocka_unit_test(test_sample_top_short_rows),
+      cmocka_unit_test(test_sample_top_gpt_oss_rows),
       cmocka_unit_test(test_dummy_weights_on_device),
       cmocka_unit_test(test_weights_refuse_q8),
       cmocka_unit_test(test_decode_graph),
