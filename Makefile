@@ -250,7 +250,8 @@ $(BUILD)/obj/%.o: %.cu | deps
 # emulator, and test_cuda_ops linked against it: its tests then compare the backend's own
 # kernels with their CPU twins with no GPU and no nvcc (logic only: docs/ARCHITECTURE.md). The
 # whole file takes about 13 minutes on 2 cores; EMU_TESTS=a,b runs the tests whose names hold
-# a or b. `make test` runs the quick ones (scripts/run-tests.sh). Then the engine built on it
+# a or b; SIMT_ORDER=reverse runs each launch's blocks and threads last to first. `make test`
+# runs the quick ones (scripts/run-tests.sh). Then the engine built on it
 # (tests/e2e/engine_cuda_emu.sh; serving too, except on the race-checking build).
 #   make test-cuda-emu [EMU_TESTS=test_moe_wide,test_attention] [SIMT_SANITIZER=thread|address]
 # SIMT_SANITIZER=thread builds it in BUILD/simt-thread with the kernels under ThreadSanitizer,

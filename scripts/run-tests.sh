@@ -32,13 +32,15 @@ for t in "$build"/tests/test_*; do
   [ -x "$t" ] && run_suite "$(basename "$t")" "$t"
 done
 # the emulated tests of about half a minute or less each on 2 cores (about 80 s in all; the
-# others, sampling over 201,088 logits, MoE at GPT-OSS's widths, the graph replays, take minutes)
+# others, sampling over 201,088 logits, MoE at GPT-OSS's widths, the graph replays, take minutes),
+# with each launch's blocks and threads run last to first (a GPU promises no order; the checking
+# builds and the engine below run them first to last)
 emu_quick=test_alloc,test_add_zero,test_embed,test_rmsnorm,test_rope,test_linear,test_attention
 emu_quick+=,test_moe_mxfp4,test_moe_formats,test_moe_uneven,test_moe_ties,test_moe_wide
 emu_quick+=,test_sample_short_rows,test_sample_top_short_rows,test_weights_refuse
 [ -x "$build/simt/test_simt" ] && run_suite test_simt "$build/simt/test_simt"
 [ -x "$build/simt/test_cuda_ops" ] &&
-  EMU_TESTS=$emu_quick run_suite test_cuda_ops-simt "$build/simt/test_cuda_ops"
+  SIMT_ORDER=reverse EMU_TESTS=$emu_quick run_suite test_cuda_ops-simt "$build/simt/test_cuda_ops"
 # the kernels with shared memory and barriers among them again on the checking builds: under
 # ThreadSanitizer (BUILD/simt-thread, 15-25x slower) and AddressSanitizer (BUILD/simt-address);
 # a race or an out-of-bounds access fails the suite

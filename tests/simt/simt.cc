@@ -1,6 +1,6 @@
 // simt.cc: the fibers of simt.h: a block's threads, their block and warp barriers, the warp
-// exchange the collectives are built on, cp.async copies held until their wait, and fresh
-// (garbage) static shared memory for every block. In the race-checking build each fiber is a
+// exchange the collectives are built on, cp.async copies held until their wait, fresh (garbage)
+// static shared memory for every block, blocks and threads run first to last or last to first. In the race-checking build each fiber is a
 // ThreadSanitizer fiber, ordered with the others only by barriers (racecheck.h); in the
 // memory-checking build AddressSanitizer is told of every switch (memcheck.h).
 #include "simt.h"
@@ -198,7 +198,19 @@ void *fiber_start(char *stack) {
   return &top[-9];
 }
 
-void run_block(unsigned threads) {
+// Whether this launch runs its blocks, and each block's threads between barriers, last to first
+// (SIMT_ORDER=reverse) instead of first to last: a GPU promises neither order, so a kernel whose
+// result depends on it (blocks that read each other's output, an order assumed of atomics'
+// tickets) gives another answer one way round.
+bool order_reversed() {
+  const char *order = getenv("SIMT_ORDER");
+  if (!order || !*order || !strcmp(order, "forward")) return false;
+  if (!strcmp(order, "reverse")) return true;
+  fprintf(stderr, "simt: SIMT_ORDER=%s: use forward (the default) or reverse\n", order);
+  exit(2);
+}
+
+void run_block(unsigned threads, bool reversed) {
   block_live = threads, block_arrived = 0;
   memset(warp_live, 0, sizeof warp_live);
   memset(warp_arrived, 0, sizeof warp_arrived);
@@ -214,8 +226,10 @@ void run_block(unsigned threads) {
   }
   rc_release(&block_start);
   while (block_live > 0)
-    for (unsigned t = 0; t < threads; t++)
-      if (!fibers[t].done) enter(fibers[t]);
+    for (unsigned i = 0; i < threads; i++) {
+      Fiber &f = fibers[reversed ? threads - 1 - i : i];
+      if (!f.done) enter(f);
+    }
   rc_acquire(&block_end);
 }
 
@@ -235,12 +249,14 @@ void run_grid(dim3 grid, dim3 block, size_t smem, const std::function<void()> &f
     if (!fibers[t].stack) fibers[t].stack = (char *)aligned_alloc(16, kStackBytes);
     if (!fibers[t].checked) fibers[t].checked = rc_new_fiber();
   }
-  for (unsigned z = 0; z < grid.z; z++)
-    for (unsigned y = 0; y < grid.y; y++)
-      for (unsigned x = 0; x < grid.x; x++) {
-        emu_block_idx = EmuIdx{x, y, z};
-        run_block(threads);
-      }
+  const bool reversed = order_reversed();
+  const uint64_t blocks = (uint64_t)grid.x * grid.y * grid.z;
+  for (uint64_t i = 0; i < blocks; i++) {
+    const uint64_t b = reversed ? blocks - 1 - i : i;
+    emu_block_idx = EmuIdx{(unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y),
+                           (unsigned)(b / ((uint64_t)grid.x * grid.y))};
+    run_block(threads, reversed);
+  }
   free(dynamic);
 }
 }  // namespace

@@ -1,7 +1,7 @@
 // test_simt.cu (tests/simt): the SIMT emulator's own guarantees, written as CUDA (turned into C++
 // by transform.py, as the backend's sources are): a block barrier and __syncwarp order memory, a
 // cp.async copy lands only at its wait, a block's shared memory starts as garbage, atomics add
-// up. With no argument it runs those as cmocka tests (in every build). With a case name it runs
+// up, SIMT_ORDER=reverse runs blocks and threads last to first. With no argument it runs those as cmocka tests (in every build). With a case name it runs
 // one kernel and exits: tests/e2e/simt_checks.sh runs the race cases in the race-checking build
 // (BUILD/simt-thread) and expects ThreadSanitizer to report each, and the same kernels with the
 // missing barrier or wait put back to run clean; and the reads one element past global, static
@@ -91,6 +91,13 @@ __global__ void count_kernel(int *total, float *total_f) {
   if (threadIdx.x == 0) atomicAdd(total, n), atomicAdd(total_f, f);
 }
 
+// Each block's thread 0 writes its block's index to *last and every thread takes a ticket: the
+// GPU orders neither, so the last writer and the tickets tell the emulator's order.
+__global__ void order_kernel(int *last, int *next_ticket, int *tickets) {
+  if (threadIdx.x == 0) *last = blockIdx.x;
+  tickets[blockIdx.x * blockDim.x + threadIdx.x] = atomicAdd(next_ticket, 1);
+}
+
 // Device buffers of n ints: in (in[i] = 100 + i) and out.
 struct Buffers {
   int *in, *out;
@@ -144,18 +151,52 @@ static void run_reach(int where, int past, int *out) {
   memcpy(out, b.host, THREADS * sizeof(int));
 }
 
+// Sets the order of the launches after it (simt.cc reads SIMT_ORDER at every launch).
+static void set_order(const char *order) { assert_int_equal(setenv("SIMT_ORDER", order, 1), 0); }
+
 static void test_barrier_orders_the_block(void **state) {
   (void)state;
   int out[THREADS];
-  run_neighbour(true, out);
-  for (int t = 0; t < THREADS; t++) assert_int_equal(out[t], 100 + (t + 1) % THREADS);
+  for (const char *order : {"forward", "reverse"}) {
+    set_order(order);
+    run_neighbour(true, out);
+    for (int t = 0; t < THREADS; t++) assert_int_equal(out[t], 100 + (t + 1) % THREADS);
+  }
 #ifndef SIMT_RACECHECK  // there the race is reported instead (tests/e2e/simt_checks.sh)
   // Without it each thread runs to its end before the next starts: thread t reads s[t + 1]
   // before thread t + 1 wrote it (garbage), and only the last sees thread 0's.
+  set_order("forward");
   run_neighbour(false, out);
   for (int t = 0; t + 1 < THREADS; t++) assert_int_equal(out[t], GARBAGE_INT);
   assert_int_equal(out[THREADS - 1], 100);
+  // Last to first: thread t + 1 has written s[t + 1] before thread t reads it; thread 0, the
+  // last, has not written s[0] when thread THREADS - 1 reads it.
+  set_order("reverse");
+  run_neighbour(false, out);
+  for (int t = 0; t + 1 < THREADS; t++) assert_int_equal(out[t], 100 + t + 1);
+  assert_int_equal(out[THREADS - 1], GARBAGE_INT);
 #endif
+  unsetenv("SIMT_ORDER");
+}
+
+static void test_order_of_blocks_and_threads(void **state) {
+  (void)state;
+  enum { BLOCKS = 3, N = BLOCKS * 32 };
+  int *d, h[2 + N];
+  assert_int_equal(cudaMalloc(&d, sizeof h), cudaSuccess);
+  for (const char *order : {"forward", "reverse"}) {
+    const bool reversed = order[0] == 'r';
+    set_order(order);
+    cudaMemsetAsync(d, 0, sizeof h, nullptr);
+    order_kernel<<<BLOCKS, 32, 0, nullptr>>>(d, d + 1, d + 2);
+    cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, nullptr);
+    cudaStreamSynchronize(nullptr);
+    assert_int_equal(h[0], reversed ? 0 : BLOCKS - 1);  // the last block to run
+    assert_int_equal(h[1], N);
+    for (int i = 0; i < N; i++) assert_int_equal(h[2 + i], reversed ? N - 1 - i : i);
+  }
+  unsetenv("SIMT_ORDER");
+  cudaFree(d);
 }
 
 static void test_syncwarp_orders_the_warp(void **state) {
@@ -245,6 +286,7 @@ int main(int argc, char **argv) {
   if (argc > 1) return run_case(argv[1]);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_barrier_orders_the_block),
+      cmocka_unit_test(test_order_of_blocks_and_threads),
       cmocka_unit_test(test_syncwarp_orders_the_warp),
       cmocka_unit_test(test_copy_lands_at_its_wait),
       cmocka_unit_test(test_shared_memory_starts_as_garbage),
