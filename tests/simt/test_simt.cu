@@ -1,8 +1,9 @@
 // test_simt.cu (tests/simt): the SIMT emulator's own guarantees, written as CUDA (turned into C++
 // by transform.py, as the backend's sources are): a block barrier and __syncwarp order memory, a
 // cp.async copy lands only at its wait, a block's shared memory starts as garbage, atomics add
-// up, SIMT_ORDER=reverse runs blocks and threads last to first. With no argument it runs those as cmocka tests (in every build). With a case name it runs
-// one kernel and exits: tests/e2e/simt_checks.sh runs the race cases in the race-checking build
+// up, SIMT_ORDER=reverse runs blocks and threads last to first. With no argument it runs those
+// as cmocka tests (in every build). With a case name it runs one kernel and exits:
+// tests/e2e/simt_checks.sh runs the race cases in the race-checking build
 // (BUILD/simt-thread) and expects ThreadSanitizer to report each, and the same kernels with the
 // missing barrier or wait put back to run clean; and the reads one element past global, static
 // shared and dynamic shared memory in the memory-checking build (BUILD/simt-address), where
