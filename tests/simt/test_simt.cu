@@ -276,8 +276,10 @@ static int run_case(const char *name) {
   else if (!strcmp(name, "reach-ok"))
     for (int where = 0; where < 3; where++) run_reach(where, 0, out);
   else {
-    fprintf(stderr, "test_simt: no case '%s' (block-race, block-ok, warp-race, warp-ok, "
-                    "copy-race, copy-ok, global-past, static-past, dynamic-past, reach-ok)\n", name);
+    fprintf(stderr,
+            "test_simt: no case '%s' (block-race, block-ok, warp-race, warp-ok, "
+            "copy-race, copy-ok, global-past, static-past, dynamic-past, reach-ok)\n",
+            name);
     return 2;
   }
   return 0;
