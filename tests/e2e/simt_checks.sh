@@ -4,8 +4,9 @@
 # - racecheck (BUILD/simt-thread, make SIMT_SANITIZER=thread: tests/simt/racecheck.h): a read of
 #   another thread's shared memory with no barrier between, a warp's exchange through shared
 #   memory ordered only by a shuffle (which orders no memory), and a stage read after the barrier
-#   but before its cp.async wait are each reported as a data race at the kernel's own line; the
-#   same kernels with the barrier, __syncwarp or wait put back run clean.
+#   but before its cp.async wait are each reported as a data race at the kernel's own line, and
+#   so are two blocks adding to one global int by a plain read and write; the same kernels with
+#   the barrier, __syncwarp or wait put back, or the add made atomic, run clean.
 # - memcheck (BUILD/simt-address, make SIMT_SANITIZER=address: tests/simt/memcheck.h): a read one
 #   element past a cudaMalloc'd buffer, a static shared array and dynamic shared memory is each
 #   reported by AddressSanitizer at the kernel's line; the same reads in bounds run clean.
@@ -43,13 +44,16 @@ if [ -x "$races" ]; then
   tap_ok "a cp.async stage read after the barrier but before its wait is a reported race" \
     reported "$races" copy-race "$race" copy_kernel "$(line_of 'out\[t\] = s\[(t + shift) % THREADS\]')"
   tap_ok "the same with the wait before the barrier runs clean" clean "$races" copy-ok
+  tap_ok "blocks adding to one global int by a plain read and write is a reported race" \
+    reported "$races" grid-race "$race" blocks_add_kernel "$(line_of '\*total += 1;')"
+  tap_ok "the same add made atomic runs clean" clean "$races" grid-ok
 fi
 if [ -x "$memory" ]; then
   past=$(line_of 'out\[t\] = where == 0')
   tap_ok "a read one past a cudaMalloc'd buffer is reported" \
     reported "$memory" global-past 'AddressSanitizer: heap-buffer-overflow' reach_kernel "$past"
   tap_ok "a read one past a static shared array is reported" \
-    reported "$memory" static-past 'AddressSanitizer: global-buffer-overflow' reach_kernel "$past"
+    reported "$memory" static-past 'AddressSanitizer: heap-buffer-overflow' reach_kernel "$past"
   tap_ok "a read one past the dynamic shared memory is reported" \
     reported "$memory" dynamic-past 'AddressSanitizer: heap-buffer-overflow' reach_kernel "$past"
   tap_ok "the same reads in bounds run clean" clean "$memory" reach-ok

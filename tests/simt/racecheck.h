@@ -2,9 +2,12 @@
 // build (SIMT_SANITIZER=thread defines SIMT_RACECHECK; elsewhere every call is empty). Each GPU
 // thread is a ThreadSanitizer fiber of its own, switched to without synchronising, so that two
 // threads' accesses are ordered only by what CUDA orders them by: a block barrier, a __syncwarp,
-// the kernel's start and end. simt.cc itself is not instrumented (its own bookkeeping is shared by
-// the fibers by design); the cp.async copies it lands for a kernel are still checked, through
-// ThreadSanitizer's memcpy and memset interceptors, as the landing thread's accesses.
+// the kernel's start and end. A launch's blocks run one after another but are not ordered with
+// their neighbours (simt.cc: two sets of fibers and barriers, by the block's parity), so two
+// blocks' unsynchronised accesses to one global address are a race too. simt.cc itself is not
+// instrumented (its own bookkeeping is shared by the fibers by design); the cp.async copies it
+// lands for a kernel are still checked, through ThreadSanitizer's memcpy and memset interceptors,
+// as the landing thread's accesses.
 #ifndef GE_TESTS_SIMT_RACECHECK_H
 #define GE_TESTS_SIMT_RACECHECK_H
 
@@ -32,7 +35,8 @@ static inline void rc_name(void *fiber, unsigned tid, unsigned bx, unsigned by, 
   snprintf(name, sizeof name, "GPU thread %u of block (%u, %u, %u)", tid, bx, by, bz);
   __tsan_set_fiber_name(fiber, name);
 }
-// Accesses between these are the emulator's own (warp exchange slots, garbage fills): unchecked.
+// Accesses between these are the emulator's own (warp exchange slots, garbage fills, shared
+// memory's allocation and release): unchecked (and an allocation's old accesses forgotten).
 static inline void rc_ignore_begin() { __tsan_ignore_thread_begin(); }
 static inline void rc_ignore_end() { __tsan_ignore_thread_end(); }
 #else

@@ -1,8 +1,9 @@
 // simt.cc: the fibers of simt.h: a block's threads, their block and warp barriers, the warp
 // exchange the collectives are built on, cp.async copies held until their wait, fresh (garbage)
-// static shared memory for every block, blocks and threads run first to last or last to first. In the race-checking build each fiber is a
-// ThreadSanitizer fiber, ordered with the others only by barriers (racecheck.h); in the
-// memory-checking build AddressSanitizer is told of every switch (memcheck.h).
+// static shared memory for every block, blocks and threads run first to last or last to first. In
+// the race-checking build each fiber is a ThreadSanitizer fiber, ordered with the others only by
+// barriers (racecheck.h); in the memory-checking build AddressSanitizer is told of every switch
+// (memcheck.h).
 #include "simt.h"
 
 #include <stdio.h>
@@ -87,8 +88,8 @@ struct Fiber {
   void *sp;  // its saved stack pointer (emu_switch)
   unsigned tid;
   bool done;
-  char *stack;
-  void *checked;     // its ThreadSanitizer fiber (race-checking build)
+  char *stack[2];    // its stacks, for even and odd blocks (a race check sees them as memory)
+  void *checked[2];  // its ThreadSanitizer fibers, for even and odd blocks (race-checking build)
   void *fake_stack;  // AddressSanitizer's, while it is switched out (memory-checking build)
   std::vector<PendingCopy> copies;
   unsigned commits;
@@ -109,13 +110,25 @@ unsigned block_live, block_arrived, block_generation;
 unsigned warp_live[kMaxThreads / 32], warp_arrived[kMaxThreads / 32],
     warp_generation[kMaxThreads / 32];
 unsigned char warp_slots[kMaxThreads / 32][32][256];
-// What orders threads for the race check: the block's start after everything before it (the
-// host's work, earlier blocks), its end before everything after; each barrier generation's
-// arrivals before its departures (two objects by parity, so that a thread that leaves barrier G
-// late is not ordered after another's work past G).
-char block_start, block_end, block_barrier[2], warp_barrier_sync[kMaxThreads / 32][2];
-// static shared variables already given garbage in this block
-std::vector<void *> fresh_shared;
+// What orders threads for the race check: a block's start after everything before the launch
+// (the host's work, earlier launches), every block's end before everything after the launch;
+// each barrier generation's arrivals before its departures (two objects by the generation's
+// parity, so that a thread that leaves barrier G late is not ordered after another's work past
+// G). Blocks are not ordered among themselves: blocks of odd and even rank (in the order they
+// run) have fibers, stacks and barrier objects of their own, so neighbours share no history (blocks
+// two apart do: a race only between those goes unseen).
+char block_start, block_end, block_barrier[2][2], warp_barrier_sync[2][kMaxThreads / 32][2];
+unsigned block_parity;  // of the running block: which fibers and barrier objects it uses
+// The running block's shared memory, static (keyed by prototype) and dynamic (keyed by
+// &emu_dyn_smem): every piece allocated for the block alone and freed before the next block
+// starts, so that each block finds garbage, AddressSanitizer sees exactly each piece's bytes, and
+// ThreadSanitizer, which forgets what an allocation made under rc_ignore held, does not take two
+// blocks' accesses to one address for a race.
+struct SharedPiece {
+  const void *prototype;
+  void *data;
+};
+std::vector<SharedPiece> block_shared;
 
 // From the running fiber to the scheduler (for good once the fiber is done).
 void yield() {
@@ -128,8 +141,8 @@ void yield() {
 // From the scheduler to fiber f.
 void enter(Fiber &f) {
   current = &f;
-  rc_switch_to(f.checked);
-  mc_leave(&scheduler_fake_stack, f.stack, kStackBytes);
+  rc_switch_to(f.checked[block_parity]);
+  mc_leave(&scheduler_fake_stack, f.stack[block_parity], kStackBytes);
   emu_switch(&scheduler_sp, f.sp);
   mc_arrive(scheduler_fake_stack, nullptr, nullptr);
 }
@@ -146,11 +159,11 @@ void release() {
 // Waits for the calling thread's warp; with ordered, also orders memory as __syncwarp does.
 void warp_barrier(bool ordered) {
   const unsigned w = current->tid / 32, generation = warp_generation[w];
-  if (ordered) rc_release(&warp_barrier_sync[w][generation & 1]);
+  if (ordered) rc_release(&warp_barrier_sync[block_parity][w][generation & 1]);
   warp_arrived[w]++;
   release();
   while (warp_generation[w] == generation) yield();
-  if (ordered) rc_acquire(&warp_barrier_sync[w][generation & 1]);
+  if (ordered) rc_acquire(&warp_barrier_sync[block_parity][w][generation & 1]);
 }
 
 // Lands the calling thread's copies of groups before `upto` (all of them with ~0u).
@@ -210,19 +223,26 @@ bool order_reversed() {
   exit(2);
 }
 
-void run_block(unsigned threads, bool reversed) {
-  block_live = threads, block_arrived = 0;
+void free_block_shared() {
+  rc_ignore_begin();
+  for (const SharedPiece &piece : block_shared) free(piece.data);
+  rc_ignore_end();
+  block_shared.clear();
+}
+
+void run_block(unsigned threads, bool reversed, unsigned parity) {
+  block_live = threads, block_arrived = 0, block_parity = parity;
   memset(warp_live, 0, sizeof warp_live);
   memset(warp_arrived, 0, sizeof warp_arrived);
-  fresh_shared.clear();
-  memset(emu_dyn_smem, kGarbage, dyn_smem_bytes);  // the last block's data is not this one's
+  free_block_shared();
+  emu_dyn_smem = (unsigned char *)emu_shared_storage(&emu_dyn_smem, dyn_smem_bytes, 128);
   for (unsigned t = 0; t < threads; t++) {
     Fiber &f = fibers[t];
     f.tid = t, f.done = false, f.commits = 0;
     f.copies.clear();
     warp_live[t / 32]++;
-    f.sp = fiber_start(f.stack);
-    rc_name(f.checked, t, emu_block_idx.x, emu_block_idx.y, emu_block_idx.z);
+    f.sp = fiber_start(f.stack[parity]);
+    rc_name(f.checked[parity], t, emu_block_idx.x, emu_block_idx.y, emu_block_idx.z);
   }
   rc_release(&block_start);
   while (block_live > 0)
@@ -230,7 +250,6 @@ void run_block(unsigned threads, bool reversed) {
       Fiber &f = fibers[reversed ? threads - 1 - i : i];
       if (!f.done) enter(f);
     }
-  rc_acquire(&block_end);
 }
 
 void run_grid(dim3 grid, dim3 block, size_t smem, const std::function<void()> &f) {
@@ -239,15 +258,14 @@ void run_grid(dim3 grid, dim3 block, size_t smem, const std::function<void()> &f
     fprintf(stderr, "simt: a block of %u threads\n", threads);
     abort();
   }
-  void *dynamic = nullptr;  // exactly smem bytes: AddressSanitizer sees an access past them
-  if (posix_memalign(&dynamic, 128, smem ? smem : 1)) abort();
-  emu_dyn_smem = (unsigned char *)dynamic;
   emu_grid = grid, emu_block = block, body = &f, dyn_smem_bytes = smem;
   scheduler_checked = rc_current_fiber();
   if (fibers.size() < threads) fibers.resize(threads);
   for (unsigned t = 0; t < threads; t++) {
-    if (!fibers[t].stack) fibers[t].stack = (char *)aligned_alloc(16, kStackBytes);
-    if (!fibers[t].checked) fibers[t].checked = rc_new_fiber();
+    for (char *&stack : fibers[t].stack)
+      if (!stack) stack = (char *)aligned_alloc(16, kStackBytes);
+    for (void *&checked : fibers[t].checked)
+      if (!checked) checked = rc_new_fiber();
   }
   const bool reversed = order_reversed();
   const uint64_t blocks = (uint64_t)grid.x * grid.y * grid.z;
@@ -255,9 +273,10 @@ void run_grid(dim3 grid, dim3 block, size_t smem, const std::function<void()> &f
     const uint64_t b = reversed ? blocks - 1 - i : i;
     emu_block_idx = EmuIdx{(unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y),
                            (unsigned)(b / ((uint64_t)grid.x * grid.y))};
-    run_block(threads, reversed);
+    run_block(threads, reversed, i & 1);
   }
-  free(dynamic);
+  rc_acquire(&block_end);
+  free_block_shared();
 }
 }  // namespace
 
@@ -270,11 +289,11 @@ int emu_lane() { return (int)(current->tid % 32); }
 
 void __syncthreads() {
   const unsigned generation = block_generation;
-  rc_release(&block_barrier[generation & 1]);
+  rc_release(&block_barrier[block_parity][generation & 1]);
   block_arrived++;
   release();
   while (block_generation == generation) yield();
-  rc_acquire(&block_barrier[generation & 1]);
+  rc_acquire(&block_barrier[block_parity][generation & 1]);
 }
 
 void emu_syncwarp() {
@@ -310,13 +329,16 @@ void emu_copy_wait(unsigned pending) {
   if (current->commits > pending) land_copies(current->commits - pending);
 }
 
-void emu_shared_fresh(void *p, size_t bytes) {
-  for (void *q : fresh_shared)
-    if (q == p) return;
-  fresh_shared.push_back(p);
+void *emu_shared_storage(const void *prototype, size_t bytes, size_t align) {
+  for (const SharedPiece &piece : block_shared)
+    if (piece.prototype == prototype) return piece.data;
+  void *data = nullptr;
   rc_ignore_begin();
-  memset(p, kGarbage, bytes);
+  if (posix_memalign(&data, align < 16 ? 16 : align, bytes ? bytes : 1)) abort();
+  memset(data, kGarbage, bytes);
   rc_ignore_end();
+  block_shared.push_back({prototype, data});
+  return data;
 }
 
 void emu_launch(dim3 grid, dim3 block, size_t smem, void *stream, std::function<void()> f) {

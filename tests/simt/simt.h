@@ -48,9 +48,13 @@ void emu_syncwarp();
 void emu_copy_async(void *dst, const void *src, size_t bytes, bool valid);
 void emu_copy_commit();
 void emu_copy_wait(unsigned pending);
-// A static shared variable's first use in a block (tests/simt/transform.py puts the call after
-// its declaration): the first thread there fills it with garbage, as a GPU block's starts.
-void emu_shared_fresh(void *p, size_t bytes);
+// The running block's own storage for a static shared variable (tests/simt/transform.py renames
+// each to a prototype `emu_shared_NAME` that keeps its type and alignment, and declares NAME as
+// EMU_SHARED_BLOCK(emu_shared_NAME)): allocated and filled with garbage at the block's first use,
+// as a GPU block's starts, freed when the next block starts (simt.cc).
+void *emu_shared_storage(const void *prototype, size_t bytes, size_t align);
+#define EMU_SHARED_BLOCK(prototype) \
+  (*(decltype(&prototype))emu_shared_storage(&prototype, sizeof prototype, __alignof__(prototype)))
 // The lane of the calling thread in its warp.
 int emu_lane();
 // Runs body on every thread of grid x block as stream work (runtime.cc: at once, or recorded

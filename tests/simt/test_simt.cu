@@ -5,11 +5,12 @@
 // as cmocka tests (in every build). With a case name it runs one kernel and exits:
 // tests/e2e/simt_checks.sh runs the race cases in the race-checking build
 // (BUILD/simt-thread) and expects ThreadSanitizer to report each, and the same kernels with the
-// missing barrier or wait put back to run clean; and the reads one element past global, static
-// shared and dynamic shared memory in the memory-checking build (BUILD/simt-address), where
-// AddressSanitizer must report each, and the same reads in bounds must run clean.
+// missing barrier or wait put back, or the blocks' plain add made atomic, to run clean; and the
+// reads one element past global, static shared and dynamic shared memory in the memory-checking
+// build (BUILD/simt-address), where AddressSanitizer must report each, and the same reads in bounds
+// must run clean.
 //   test_simt [CASE]   CASE: block-race, block-ok, warp-race, warp-ok, copy-race, copy-ok,
-//                      global-past, static-past, dynamic-past, reach-ok
+//                      grid-race, grid-ok, global-past, static-past, dynamic-past, reach-ok
 #include <cuda_runtime.h>
 
 #include "backend/cuda/cuda_async.cuh"
@@ -92,11 +93,20 @@ __global__ void count_kernel(int *total, float *total_f) {
   if (threadIdx.x == 0) atomicAdd(total, n), atomicAdd(total_f, f);
 }
 
-// Each block's thread 0 writes its block's index to *last and every thread takes a ticket: the
-// GPU orders neither, so the last writer and the tickets tell the emulator's order.
-__global__ void order_kernel(int *last, int *next_ticket, int *tickets) {
-  if (threadIdx.x == 0) *last = blockIdx.x;
+// Every thread of every block takes a ticket: the GPU orders neither blocks nor threads, so the
+// tickets tell the emulator's order.
+__global__ void order_kernel(int *next_ticket, int *tickets) {
   tickets[blockIdx.x * blockDim.x + threadIdx.x] = atomicAdd(next_ticket, 1);
+}
+
+// Each block's thread 0 adds 1 to *total: atomically, or by a plain read and write, which races
+// with the other blocks' (blocks run in no order on a GPU, and at once).
+__global__ void blocks_add_kernel(int *total, bool atomic) {
+  if (threadIdx.x != 0) return;
+  if (atomic)
+    atomicAdd(total, 1);
+  else
+    *total += 1;
 }
 
 // Device buffers of n ints: in (in[i] = 100 + i) and out.
@@ -144,6 +154,17 @@ static void run_copy(bool wait, int shift, int *out) {
   memcpy(out, b.host, 4 * THREADS * sizeof(int));
 }
 
+static int run_blocks_add(bool atomic) {
+  int *total, h_total;
+  assert_int_equal(cudaMalloc(&total, sizeof(int)), cudaSuccess);
+  cudaMemsetAsync(total, 0, sizeof(int), nullptr);
+  blocks_add_kernel<<<4, 32, 0, nullptr>>>(total, atomic);
+  cudaMemcpyAsync(&h_total, total, sizeof h_total, cudaMemcpyDeviceToHost, nullptr);
+  cudaStreamSynchronize(nullptr);
+  cudaFree(total);
+  return h_total;
+}
+
 static void run_reach(int where, int past, int *out) {
   Buffers b;
   buffers_make(&b, THREADS);
@@ -183,18 +204,17 @@ static void test_barrier_orders_the_block(void **state) {
 static void test_order_of_blocks_and_threads(void **state) {
   (void)state;
   enum { BLOCKS = 3, N = BLOCKS * 32 };
-  int *d, h[2 + N];
+  int *d, h[1 + N];
   assert_int_equal(cudaMalloc(&d, sizeof h), cudaSuccess);
   for (const char *order : {"forward", "reverse"}) {
     const bool reversed = order[0] == 'r';
     set_order(order);
     cudaMemsetAsync(d, 0, sizeof h, nullptr);
-    order_kernel<<<BLOCKS, 32, 0, nullptr>>>(d, d + 1, d + 2);
+    order_kernel<<<BLOCKS, 32, 0, nullptr>>>(d, d + 1);
     cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, nullptr);
     cudaStreamSynchronize(nullptr);
-    assert_int_equal(h[0], reversed ? 0 : BLOCKS - 1);  // the last block to run
-    assert_int_equal(h[1], N);
-    for (int i = 0; i < N; i++) assert_int_equal(h[2 + i], reversed ? N - 1 - i : i);
+    assert_int_equal(h[0], N);
+    for (int i = 0; i < N; i++) assert_int_equal(h[1 + i], reversed ? N - 1 - i : i);
   }
   unsetenv("SIMT_ORDER");
   cudaFree(d);
@@ -257,6 +277,9 @@ static void test_atomics_add_up(void **state) {
   cudaMemcpyAsync(&h_total_f, total_f, sizeof h_total_f, cudaMemcpyDeviceToHost, nullptr);
   cudaStreamSynchronize(nullptr);
   assert_int_equal(h_total, 3 * 128);
+  // (the plain read and write adds up too here, where blocks run one at a time; racecheck
+  // reports it: tests/e2e/simt_checks.sh)
+  assert_int_equal(run_blocks_add(true), 4);
   assert_true(h_total_f == 0.5f * 3 * 128);
   cudaFree(total), cudaFree(total_f);
 }
@@ -270,6 +293,8 @@ static int run_case(const char *name) {
     run_warp(!strcmp(name, "warp-ok"), out);
   else if (!strcmp(name, "copy-race") || !strcmp(name, "copy-ok"))
     run_copy(!strcmp(name, "copy-ok"), 1, out);
+  else if (!strcmp(name, "grid-race") || !strcmp(name, "grid-ok"))
+    run_blocks_add(!strcmp(name, "grid-ok"));
   else if (!strcmp(name, "global-past") || !strcmp(name, "static-past") ||
            !strcmp(name, "dynamic-past"))
     run_reach(name[0] == 'g' ? 0 : name[0] == 's' ? 1 : 2, 1, out);
@@ -278,7 +303,8 @@ static int run_case(const char *name) {
   else {
     fprintf(stderr,
             "test_simt: no case '%s' (block-race, block-ok, warp-race, warp-ok, "
-            "copy-race, copy-ok, global-past, static-past, dynamic-past, reach-ok)\n",
+            "copy-race, copy-ok, grid-race, grid-ok, global-past, static-past, dynamic-past, "
+            "reach-ok)\n",
             name);
     return 2;
   }
