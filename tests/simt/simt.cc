@@ -1,9 +1,9 @@
 // simt.cc: the fibers of simt.h: a block's threads, their block and warp barriers, the warp
-// exchange the collectives are built on, cp.async copies held until their wait, fresh (garbage)
-// static shared memory for every block, blocks and threads run first to last or last to first. In
-// the race-checking build each fiber is a ThreadSanitizer fiber, ordered with the others only by
-// barriers (racecheck.h); in the memory-checking build AddressSanitizer is told of every switch
-// (memcheck.h).
+// exchange the collectives are built on, cp.async copies held until their wait, every block's own
+// shared memory (garbage at first), blocks and threads run first to last or last to first. In the
+// race-checking build each fiber is a ThreadSanitizer fiber, ordered with the others only by
+// barriers, and neighbouring blocks not at all (racecheck.h); in the memory-checking build
+// AddressSanitizer is told of every switch (memcheck.h).
 #include "simt.h"
 
 #include <stdio.h>
