@@ -230,8 +230,9 @@ void free_block_shared() {
   block_shared.clear();
 }
 
-void run_block(unsigned threads, bool reversed, unsigned parity) {
-  block_live = threads, block_arrived = 0, block_parity = parity;
+// Runs one block on the fibers, stacks and barrier objects of block_parity.
+void run_block(unsigned threads, bool reversed) {
+  block_live = threads, block_arrived = 0;
   memset(warp_live, 0, sizeof warp_live);
   memset(warp_arrived, 0, sizeof warp_arrived);
   free_block_shared();
@@ -241,8 +242,8 @@ void run_block(unsigned threads, bool reversed, unsigned parity) {
     f.tid = t, f.done = false, f.commits = 0;
     f.copies.clear();
     warp_live[t / 32]++;
-    f.sp = fiber_start(f.stack[parity]);
-    rc_name(f.checked[parity], t, emu_block_idx.x, emu_block_idx.y, emu_block_idx.z);
+    f.sp = fiber_start(f.stack[block_parity]);
+    rc_name(f.checked[block_parity], t, emu_block_idx.x, emu_block_idx.y, emu_block_idx.z);
   }
   rc_release(&block_start);
   while (block_live > 0)
@@ -273,7 +274,8 @@ void run_grid(dim3 grid, dim3 block, size_t smem, const std::function<void()> &f
     const uint64_t b = reversed ? blocks - 1 - i : i;
     emu_block_idx = EmuIdx{(unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y),
                            (unsigned)(b / ((uint64_t)grid.x * grid.y))};
-    run_block(threads, reversed, i & 1);
+    block_parity = i & 1;
+    run_block(threads, reversed);
   }
   rc_acquire(&block_end);
   free_block_shared();
