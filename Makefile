@@ -9,6 +9,10 @@
 #   make CUDA=0       leave the CUDA backend out even when nvcc exists
 #   make BUILD_ROOT=DIR  build somewhere other than build/
 
+# Every CPU builds at once unless the command line says otherwise (make -j1 still runs one job);
+# the tests themselves run one suite at a time (scripts/run-tests.sh).
+MAKEFLAGS += -j$(shell nproc)
+
 SANITIZE ?= 0
 BUILD_ROOT ?= build
 BUILD := $(BUILD_ROOT)
@@ -164,7 +168,7 @@ $(BUILD)/tests/test_fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/obj/tests/
 	@echo LD $@
 	@$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-fuzz-deps:
+fuzz-deps: deps  # (after deps: two apt-get runs at once would meet dpkg's lock)
 	@scripts/deps.sh fuzz
 
 $(FUZZ_BUILD)/obj/%.o: %.c | fuzz-deps
