@@ -10,8 +10,11 @@
 #   make BUILD_ROOT=DIR  build somewhere other than build/
 
 # Every CPU builds at once unless the command line says otherwise (make -j1 still runs one job);
-# the tests themselves run one suite at a time (scripts/run-tests.sh).
-MAKEFLAGS += -j$(shell nproc)
+# the tests themselves run one suite at a time (scripts/run-tests.sh). Sub-makes share the top
+# make's jobs.
+ifeq ($(MAKELEVEL),0)
+  MAKEFLAGS += -j$(shell nproc)
+endif
 
 SANITIZE ?= 0
 BUILD_ROOT ?= build
