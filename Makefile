@@ -111,7 +111,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(ENGINE_LIB) $(LIB)
 # (the emulated CUDA tests, tests/simt, plain, race-checking (BUILD/simt-thread) and
 # memory-checking (BUILD/simt-address), but not under SANITIZE=1)
 SIMT_TESTS := $(BUILD)/simt/test_cuda_ops $(BUILD)/simt/gptoss-engine $(BUILD)/simt/test_simt \
-              simt-checks
+              $(BUILD)/simt/test_nccl simt-checks
 test: all $(UNIT_TESTS) $(if $(filter 1,$(SANITIZE)),,$(SIMT_TESTS))
 	@scripts/run-tests.sh $(BUILD)
 
@@ -119,9 +119,10 @@ test: all $(UNIT_TESTS) $(if $(filter 1,$(SANITIZE)),,$(SIMT_TESTS))
 # (after the plain build, which makes the C objects they all link: the sub-makes find them made)
 simt-checks: all $(BUILD)/simt/test_cuda_ops $(BUILD)/simt/test_simt
 	@$(MAKE) --no-print-directory SIMT_SANITIZER=thread $(BUILD)/simt-thread/test_cuda_ops \
-	  $(BUILD)/simt-thread/test_simt
+	  $(BUILD)/simt-thread/test_simt $(BUILD)/simt-thread/test_nccl
 	@$(MAKE) --no-print-directory SIMT_SANITIZER=address $(BUILD)/simt-address/test_cuda_ops \
-	  $(BUILD)/simt-address/test_simt $(BUILD)/simt-address/gptoss-engine
+	  $(BUILD)/simt-address/test_simt $(BUILD)/simt-address/test_nccl \
+	  $(BUILD)/simt-address/gptoss-engine
 
 demo: all
 	@scripts/demo.sh $(BUILD)
@@ -280,7 +281,8 @@ else ifneq ($(SIMT_SANITIZER),)
   $(error SIMT_SANITIZER=$(SIMT_SANITIZER): SIMT_SANITIZER=thread or address (or none))
 endif
 SIMT_GEN_OBJS := $(patsubst engine/backend/cuda/%.cu,$(SIMT)/gen/%.o,$(CUDA_SRCS))
-SIMT_OBJS := $(SIMT_GEN_OBJS) $(SIMT)/simt.o $(SIMT)/runtime.o $(SIMT)/filter.o
+SIMT_OBJS := $(SIMT_GEN_OBJS) $(SIMT)/simt.o $(SIMT)/runtime.o $(SIMT)/filter.o $(SIMT)/nccl.o \
+             $(SIMT)/comm_nccl.o
 .PHONY: test-cuda-emu
 
 $(SIMT)/gen/%.cc: engine/backend/cuda/%.cu tests/simt/transform.py
@@ -291,6 +293,13 @@ $(SIMT)/gen/%.o: $(SIMT)/gen/%.cc
 	@echo CXX-SIMT $<
 	@$(CXX) $(SIMT_CXXFLAGS) $(SIMT_SAN_FLAGS) -c $< -o $@
 
+# engine/dist/comm_nccl.c itself, on the emulator's NCCL (tests/simt/include/nccl.h, nccl.cc):
+# -tp and -pp on the emulated devices (SIMT_DEVICES=N) run the communicator a GPU build runs
+$(SIMT)/comm_nccl.o: engine/dist/comm_nccl.c | deps
+	@mkdir -p $(@D)
+	@echo CC-SIMT $<
+	@$(CC) -Itests/simt/include $(ALL_CFLAGS) $(SIMT_SAN_FLAGS) -c $< -o $@
+
 # the fibers' own bookkeeping is shared by design: not instrumented (racecheck.h)
 $(SIMT)/simt.o: SIMT_SAN_FLAGS :=
 $(SIMT)/%.o: tests/simt/%.cc
@@ -298,8 +307,7 @@ $(SIMT)/%.o: tests/simt/%.cc
 	@echo CXX-SIMT $<
 	@$(CXX) $(SIMT_CXXFLAGS) $(SIMT_SAN_FLAGS) -c $< -o $@
 
-$(SIMT)/test_cuda_ops: $(BUILD)/obj/tests/engine/test_cuda_ops.o $(SIMT_OBJS) $(ENGINE_OBJS) \
-                       $(BUILD)/obj/engine/dist/comm_nccl_stub.o $(LIB)
+$(SIMT)/test_cuda_ops: $(BUILD)/obj/tests/engine/test_cuda_ops.o $(SIMT_OBJS) $(ENGINE_OBJS) $(LIB)
 	@echo LD $@
 	@$(CXX) $(LDFLAGS) $(SIMT_SAN_FLAGS) -Wl,--wrap=_cmocka_run_group_tests $^ $(PKG_LIBS) -lpthread -lm \
 	  $(CMOCKA_LIBS) -o $@
@@ -317,15 +325,21 @@ $(SIMT)/test_simt: $(SIMT)/tests/test_simt.o $(SIMT)/simt.o $(SIMT)/runtime.o
 	@echo LD $@
 	@$(CXX) $(LDFLAGS) $(SIMT_SAN_FLAGS) $^ $(CMOCKA_LIBS) -o $@
 
+# The emulated NCCL's own tests (tests/simt/test_nccl.cc).
+$(SIMT)/test_nccl: $(SIMT)/test_nccl.o $(SIMT)/nccl.o $(SIMT)/runtime.o $(SIMT)/simt.o
+	@echo LD $@
+	@$(CXX) $(LDFLAGS) $(SIMT_SAN_FLAGS) $^ $(CMOCKA_LIBS) -lpthread -o $@
+
 # The engine itself on the emulated backend (tests/e2e/engine_cuda_emu.sh: the golden checkpoints
 # with --device cuda).
 $(SIMT)/gptoss-engine: $(BUILD)/obj/engine/main.o $(filter-out $(SIMT)/filter.o,$(SIMT_OBJS)) \
-                       $(ENGINE_OBJS) $(BUILD)/obj/engine/dist/comm_nccl_stub.o $(LIB)
+                       $(ENGINE_OBJS) $(LIB)
 	@echo LD $@
 	@$(CXX) $(LDFLAGS) $(SIMT_SAN_FLAGS) $^ $(PKG_LIBS) -lpthread -lm -o $@
 
-test-cuda-emu: $(SIMT)/test_simt $(SIMT)/test_cuda_ops $(SIMT)/gptoss-engine
+test-cuda-emu: $(SIMT)/test_simt $(SIMT)/test_nccl $(SIMT)/test_cuda_ops $(SIMT)/gptoss-engine
 	@$(SIMT)/test_simt
+	@$(SIMT)/test_nccl
 	@$(if $(filter thread,$(SIMT_SANITIZER)),TEST_CPU_TWIN_THREADS=1) EMU_TESTS=$(EMU_TESTS) $(SIMT)/test_cuda_ops
 	@SIMT_SANITIZER=$(SIMT_SANITIZER) EMU_SERVE=$(if $(filter thread,$(SIMT_SANITIZER)),0,1) \
 	  bash tests/e2e/engine_cuda_emu.sh $(BUILD)

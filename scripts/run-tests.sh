@@ -39,6 +39,7 @@ emu_quick=test_alloc,test_add_zero,test_embed,test_rmsnorm,test_rope,test_linear
 emu_quick+=,test_moe_mxfp4,test_moe_formats,test_moe_uneven,test_moe_ties,test_moe_wide
 emu_quick+=,test_sample_short_rows,test_sample_top_short_rows,test_weights_refuse
 [ -x "$build/simt/test_simt" ] && run_suite test_simt "$build/simt/test_simt"
+[ -x "$build/simt/test_nccl" ] && run_suite test_nccl "$build/simt/test_nccl"
 [ -x "$build/simt/test_cuda_ops" ] &&
   SIMT_ORDER=reverse EMU_TESTS=$emu_quick run_suite test_cuda_ops-simt "$build/simt/test_cuda_ops"
 # the kernels with shared memory and barriers among them again on the checking builds: under
@@ -51,6 +52,7 @@ for check in thread:racecheck:1 address:memcheck:2; do
   IFS=: read -r sanitizer name twin_threads <<< "$check"
   dir="$build/simt-$sanitizer"
   [ -x "$dir/test_simt" ] && run_suite "test_simt-$name" "$dir/test_simt"
+  [ -x "$dir/test_nccl" ] && run_suite "test_nccl-$name" "$dir/test_nccl"
   [ -x "$dir/test_cuda_ops" ] && TEST_CPU_TWIN_THREADS=$twin_threads EMU_TESTS=$emu_checked \
     run_suite "test_cuda_ops-$name" "$dir/test_cuda_ops"
 done

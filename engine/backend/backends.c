@@ -49,6 +49,17 @@ Backend *backend_create(DeviceKind d, int rank, int num_threads, const int *cpus
   return be;
 }
 
+bool backend_fits_ranks(DeviceKind d, int ranks, char *err, size_t err_size) {
+  if (d != DEVICE_CUDA) return true;
+  const int devices = cuda_device_count();
+  if (ranks <= devices) return true;
+  snprintf(err, err_size,
+           "%d ranks need %d GPUs (one a rank) and CUDA sees %d: lower -tp x -pp to at most %d, "
+           "or make more GPUs visible (CUDA_VISIBLE_DEVICES)",
+           ranks, ranks, devices, devices);
+  return false;
+}
+
 size_t backend_free_bytes(Backend *be) {
   if (be->host_memory) {
     struct sysinfo si;

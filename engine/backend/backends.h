@@ -16,6 +16,10 @@ typedef enum { DEVICE_CPU, DEVICE_CPU_PORTABLE, DEVICE_CUDA } DeviceKind;
 bool device_from_name(const char *name, DeviceKind *out, char *err, size_t err_size);
 const char *device_name(DeviceKind d);
 
+// Whether d can run ranks ranks: CUDA runs one a GPU, so it needs that many devices; the CPU's
+// ranks share its cores. False with a message naming the ranks and the devices.
+bool backend_fits_ranks(DeviceKind d, int ranks, char *err, size_t err_size);
+
 // Bytes of memory free now where be allocates (its GPU for CUDA, the host's RAM for the CPU), for
 // sizing the KV cache. 0 when it cannot tell.
 size_t backend_free_bytes(Backend *be);

@@ -250,7 +250,8 @@ bool runner_create(Runner **out, const RunnerOptions *o, char *err, size_t err_s
   }
   GptOssConfig config;
   if (!weights_load_config(o->model, o->weights.load_format, &config, err, err_size) ||
-      !shard_check(&config, o->tensor_parallel, o->pipeline_parallel, err, err_size))
+      !shard_check(&config, o->tensor_parallel, o->pipeline_parallel, err, err_size) ||
+      !backend_fits_ranks(o->device, o->tensor_parallel * o->pipeline_parallel, err, err_size))
     return false;
   Runner *r = xcalloc(1, sizeof *r);
   r->options = *o;

@@ -1,7 +1,12 @@
-// runtime.cc (tests/simt): the CUDA runtime calls of include/cuda_runtime.h: host memory, one
-// in-order queue whose work runs at once, captures that record it, graphs that run it again.
+// runtime.cc (tests/simt): the CUDA runtime calls of include/cuda_runtime_api.h: host memory,
+// SIMT_DEVICES devices (1 by default; each host thread has its current one, as with CUDA), one
+// in-order queue per host thread whose work runs at once (so the threads of -tp ranks each run
+// their own, and their kernels take turns: simt.cc), captures that record it, graphs that run
+// it again.
 #include <malloc.h>
 
+#include <map>
+#include <mutex>
 #include <vector>
 #include <functional>
 #include "cuda_runtime.h"
@@ -9,9 +14,11 @@
 struct EmuGraph {
   std::vector<std::function<void()>> work;
 };
-static bool capturing;
-static EmuGraph *captured;
-static cudaError_t last;
+// what a host thread is doing: its capture, its last error, its device
+static thread_local bool capturing;
+static thread_local EmuGraph *captured;
+static thread_local cudaError_t last;
+static thread_local int current_device;
 static int bad(cudaError_t e) {
   last = e;
   return e;
@@ -24,6 +31,7 @@ void emu_work(std::function<void()> f) {
 }
 const char *cudaGetErrorString(cudaError_t e) {
   return e == cudaErrorStreamCaptureUnsupported ? "operation not permitted when stream is capturing"
+         : e == cudaErrorInvalidDevice          ? "invalid device ordinal"
          : e                                    ? "emulated error"
                                                 : "no error";
 }
@@ -32,11 +40,34 @@ cudaError_t cudaGetLastError(void) {
   last = 0;
   return e;
 }
+// SIMT_DEVICES: how many devices the emulator has (1 to 8; 1 unset).
+static int device_count() {
+  static const int count = [] {
+    const char *v = getenv("SIMT_DEVICES");
+    if (!v) return 1;
+    char *end;
+    const long n = strtol(v, &end, 10);
+    if (end == v || *end || n < 1 || n > 8) {
+      fprintf(stderr, "simt: SIMT_DEVICES='%s' must be a device count from 1 to 8\n", v);
+      exit(2);
+    }
+    return (int)n;
+  }();
+  return count;
+}
 cudaError_t cudaGetDeviceCount(int *n) {
-  *n = 1;
+  *n = device_count();
   return 0;
 }
-cudaError_t cudaSetDevice(int) { return 0; }
+cudaError_t cudaSetDevice(int d) {
+  if (d < 0 || d >= device_count()) return bad(cudaErrorInvalidDevice);
+  current_device = d;
+  return 0;
+}
+cudaError_t cudaGetDevice(int *d) {
+  *d = current_device;
+  return 0;
+}
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) {
   memset(p, 0, sizeof *p);
   strcpy(p->name, "SIMT emulator");
@@ -54,18 +85,22 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, const void *) {
   return 0;
 }
 cudaError_t cudaFuncSetAttribute(const void *, cudaFuncAttribute, int) { return 0; }
-// A device of 2 GiB (serve sizes its KV cache from what is free: host memory backs it).
+// Each device has 2 GiB (serve sizes its KV cache from what is free: host memory backs it).
 static const size_t kDeviceBytes = (size_t)2 << 30;
-static size_t in_use;
-// An allocation holds exactly n bytes (256-byte aligned, as cudaMalloc's: the memory-checking
-// build's AddressSanitizer sees an access past them) and is not zeroed: up to 64 MiB is filled
-// with a pattern (a kernel that reads what it never wrote sees garbage, as on a GPU); larger
-// buffers stay untouched until used.
+static std::mutex memory_lock;  // the ranks' threads allocate at once
+static size_t in_use[8];        // by device
+static std::map<void *, int> device_of;
+// An allocation on the current device holds exactly n bytes (256-byte aligned, as cudaMalloc's:
+// the memory-checking build's AddressSanitizer sees an access past them) and is not zeroed: up to
+// 64 MiB is filled with a pattern (a kernel that reads what it never wrote sees garbage, as on a
+// GPU); larger buffers stay untouched until used.
 cudaError_t cudaMalloc(void **p, size_t n) {
-  if (in_use + n > kDeviceBytes) return bad(cudaErrorMemoryAllocation);
+  std::lock_guard<std::mutex> hold(memory_lock);
+  if (in_use[current_device] + n > kDeviceBytes) return bad(cudaErrorMemoryAllocation);
   if (posix_memalign(p, 256, n ? n : 1)) return bad(cudaErrorMemoryAllocation);
   if (n <= ((size_t)64 << 20)) memset(*p, 0xA7, n);
-  in_use += malloc_usable_size(*p);
+  in_use[current_device] += malloc_usable_size(*p);
+  device_of[*p] = current_device;
   return 0;
 }
 cudaError_t cudaMallocHost(void **p, size_t n) {
@@ -75,7 +110,13 @@ cudaError_t cudaMallocHost(void **p, size_t n) {
 }
 cudaError_t cudaFree(void *p) {
   if (capturing) return bad(cudaErrorStreamCaptureUnsupported);
-  if (p) in_use -= malloc_usable_size(p);
+  std::lock_guard<std::mutex> hold(memory_lock);
+  if (p) {
+    auto at = device_of.find(p);
+    if (at == device_of.end()) return bad(cudaErrorInvalidValue);
+    in_use[at->second] -= malloc_usable_size(p);
+    device_of.erase(at);
+  }
   free(p);
   return 0;
 }
@@ -85,7 +126,8 @@ cudaError_t cudaFreeHost(void *p) {
   return 0;
 }
 cudaError_t cudaMemGetInfo(size_t *f, size_t *t) {
-  *t = kDeviceBytes, *f = kDeviceBytes - in_use;
+  std::lock_guard<std::mutex> hold(memory_lock);
+  *t = kDeviceBytes, *f = kDeviceBytes - in_use[current_device];
   return 0;
 }
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t) {

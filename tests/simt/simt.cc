@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mutex>
 #include <vector>
 
 #include "memcheck.h"
@@ -344,6 +345,12 @@ void *emu_shared_storage(const void *prototype, size_t bytes, size_t align) {
 }
 
 void emu_launch(dim3 grid, dim3 block, size_t smem, void *stream, std::function<void()> f) {
-  (void)stream;  // one in-order queue
-  emu_work([=] { run_grid(grid, block, smem, f); });
+  (void)stream;  // one in-order queue per host thread (runtime.cc)
+  // The launches of several host threads (the ranks of -tp and -pp, one device each) take
+  // turns: the fibers and the running launch's state are the emulator's one set.
+  static std::mutex turn;
+  emu_work([=] {
+    std::lock_guard<std::mutex> hold(turn);
+    run_grid(grid, block, smem, f);
+  });
 }

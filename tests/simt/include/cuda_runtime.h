@@ -3,8 +3,11 @@
 // fibers (simt.h), and a stream capture records the work as closures that a graph launch runs
 // again. Calls a capture forbids (synchronisations, cudaFree, cudaMallocHost) fail while one is
 // on, as on a GPU. Also the device qualifiers, vector types and warp intrinsics the kernels use.
+// The host API is cuda_runtime_api.h's; a C source sees only that.
 #ifndef GE_TESTS_SIMT_CUDA_RUNTIME_H
 #define GE_TESTS_SIMT_CUDA_RUNTIME_H
+#include "cuda_runtime_api.h"
+#ifdef __cplusplus
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,18 +25,6 @@
 #define __align__(n) alignas(n)
 #define __shared__ static
 #define __restrict__
-typedef int cudaError_t;
-enum { cudaSuccess = 0, cudaErrorMemoryAllocation = 2, cudaErrorStreamCaptureUnsupported = 900 };
-typedef struct EmuStream *cudaStream_t;
-typedef struct EmuEvent {
-  int dummy;
-} * cudaEvent_t;
-typedef struct EmuGraph *cudaGraph_t;
-typedef struct EmuGraph *cudaGraphExec_t;
-enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
-enum { cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
-enum cudaStreamCaptureMode { cudaStreamCaptureModeThreadLocal };
-enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
 struct int4 {
   int x, y, z, w;
 };
@@ -152,59 +143,17 @@ static inline unsigned __ballot_sync(unsigned, int p) {
   return r;
 }
 static inline void __syncwarp(unsigned = 0xffffffffu) { emu_syncwarp(); }
-// runtime
-struct cudaDeviceProp {
-  char name[256];
-  int major, minor, multiProcessorCount;
-  size_t totalGlobalMem, sharedMemPerBlockOptin, sharedMemPerMultiprocessor;
-  int l2CacheSize;
-};
-struct cudaFuncAttributes {
-  int numRegs, maxThreadsPerBlock;
-  size_t sharedSizeBytes, localSizeBytes;
-};
-const char *cudaGetErrorString(cudaError_t);
-cudaError_t cudaGetLastError(void);
-cudaError_t cudaGetDeviceCount(int *n);
-cudaError_t cudaSetDevice(int);
-cudaError_t cudaGetDeviceProperties(cudaDeviceProp *, int);
-cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *, const void *);
-cudaError_t cudaFuncSetAttribute(const void *, cudaFuncAttribute, int);
-cudaError_t cudaMalloc(void **p, size_t n);
+// runtime: the typed allocations
 template <class T>
 static inline cudaError_t cudaMalloc(T **p, size_t n) {
   return cudaMalloc((void **)p, n);
 }
-cudaError_t cudaMallocHost(void **p, size_t n);
 template <class T>
 static inline cudaError_t cudaMallocHost(T **p, size_t n) {
   return cudaMallocHost((void **)p, n);
 }
-cudaError_t cudaFree(void *);
-cudaError_t cudaFreeHost(void *);
-cudaError_t cudaMemGetInfo(size_t *, size_t *);
-cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t);
-cudaError_t cudaMemcpy2DAsync(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h,
-                              cudaMemcpyKind, cudaStream_t);
-cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t);
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *, unsigned);
-cudaError_t cudaStreamDestroy(cudaStream_t);
-cudaError_t cudaStreamSynchronize(cudaStream_t);
-cudaError_t cudaDeviceSynchronize(void);
-cudaError_t cudaEventCreate(cudaEvent_t *);
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *, unsigned);
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t);
-cudaError_t cudaEventSynchronize(cudaEvent_t);
-cudaError_t cudaEventDestroy(cudaEvent_t);
-cudaError_t cudaEventElapsedTime(float *, cudaEvent_t, cudaEvent_t);
-cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode);
-cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *);
-cudaError_t cudaGraphInstantiate(cudaGraphExec_t *, cudaGraph_t, unsigned long long);
-cudaError_t cudaGraphUpload(cudaGraphExec_t, cudaStream_t);
-cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t);
-cudaError_t cudaGraphDestroy(cudaGraph_t);
-cudaError_t cudaGraphExecDestroy(cudaGraphExec_t);
 // Work on a stream: run now, or recorded while the stream is capturing.
 void emu_work(std::function<void()> f);
 
+#endif  // __cplusplus
 #endif
