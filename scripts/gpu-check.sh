@@ -13,7 +13,9 @@
 #   3 golden     `gptoss-engine generate --device cuda` on tests/fixtures/gptoss-tiny/{a,b}:
 #                prompt logits against logits.npy and greedy ids against golden.json, as
 #                tests/e2e/engine_generate.sh does for the CPU: f32 weights as tightly as the
-#                CPU (1e-4), bf16 weights within 5e-2 (section 3 below says why)
+#                CPU (1e-4), bf16 weights within 5e-2 (section 3 below says why); then on
+#                ranks, one a GPU (NCCL), as many as there are: -tp 2 and -pp 2 from 2
+#                GPUs, -tp 2 -pp 2 from 4
 #   4 sampling   `gptoss-engine serve gpt-oss-tiny --load-format dummy --device cuda
 #                --max-num-seqs 1` (one request at a time: see the step): 32 greedy random 64/48
 #                completions sampled on the device, then again with GPTOSS_HOST_SAMPLING=1
@@ -186,37 +188,48 @@ first = next((i for i, (a, b) in enumerate(zip(mine, ref)) if a != b), -1)
 print("%.3g %s %d" % ((diff / norm) ** 0.5, "yes" if mine == ref else "no", first))
 PY
 }
+# Then the same on ranks, one a GPU through NCCL, where the machine has the GPUs: -tp 2 and
+# -pp 2 from 2, -tp 2 -pp 2 from 4 (rows golden-a-f32-tp2, ...-pp2, ...-tp2pp2); on the CPU
+# (GPU_RUN_DEVICE=cpu: ranks are threads) all three.
+gpus=4
+[ "$device" = cuda ] && gpus=$(grep -c '^GPU ' "$out/device.txt" 2>/dev/null)
+splits=("")
+[ "${gpus:-0}" -ge 2 ] && splits+=("-tp 2" "-pp 2")
+[ "${gpus:-0}" -ge 4 ] && splits+=("-tp 2 -pp 2")
 if wants golden && may_start golden 20; then
   if ! command -v python3 >/dev/null; then
     record golden "skipped" "python3 not found (needed to read logits.npy)"
   fi
-  for fixture in a b; do
-    for wf in f32 bf16; do
-      command -v python3 >/dev/null || break 2
-      dir=tests/fixtures/gptoss-tiny/$fixture
-      name=golden-$fixture-$wf
-      ids=$(python3 -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))["prompt_ids"])))' "$dir/golden.json")
-      n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["greedy_ids"]))' "$dir/golden.json")
-      timeout "$(left 60)" "$engine" generate --device "$device" --model "$dir" --weight-format "$wf" \
-           --prompt-ids "$ids" --max-tokens "$n" --ignore-eos --logits-out "$out/$name.npy" \
-           > "$out/$name.json" 2> "$out/$name.log"
-      rc=$?
-      if [ "$rc" -eq 124 ]; then record "$name" "partial (time)" "generate cut off"; break 2; fi
-      if [ "$rc" -ne 0 ]; then
-        record "$name" FAIL "generate failed: $(tail -n 1 "$out/$name.log")"
-        continue
-      fi
-      read -r rel same first <<< "$(golden_compare "$dir" "$out/$name.json" "$out/$name.npy")"
-      tol=5e-2
-      [ "$wf" = f32 ] && tol=1e-4
-      detail="logits rel_rms $rel (<= $tol), greedy ids equal: $same"
-      [ "$same" = no ] && detail+=" (first difference at $first)"
-      if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" "$rel" "$tol" &&
-         { [ "$wf" = bf16 ] || [ "$same" = yes ]; }; then
-        record "$name" PASS "$detail"
-      else
-        record "$name" FAIL "$detail"
-      fi
+  for split in "${splits[@]}"; do
+    for fixture in a b; do
+      for wf in f32 bf16; do
+        command -v python3 >/dev/null || break 3
+        dir=tests/fixtures/gptoss-tiny/$fixture
+        name=golden-$fixture-$wf${split:+-${split//[- ]/}}
+        ids=$(python3 -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))["prompt_ids"])))' "$dir/golden.json")
+        n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["greedy_ids"]))' "$dir/golden.json")
+        # shellcheck disable=SC2086  # a split is a list of flags
+        timeout "$(left 60)" "$engine" generate --device "$device" --model "$dir" --weight-format "$wf" \
+             --prompt-ids "$ids" --max-tokens "$n" --ignore-eos --logits-out "$out/$name.npy" $split \
+             > "$out/$name.json" 2> "$out/$name.log"
+        rc=$?
+        if [ "$rc" -eq 124 ]; then record "$name" "partial (time)" "generate cut off"; break 3; fi
+        if [ "$rc" -ne 0 ]; then
+          record "$name" FAIL "generate failed: $(tail -n 1 "$out/$name.log")"
+          continue
+        fi
+        read -r rel same first <<< "$(golden_compare "$dir" "$out/$name.json" "$out/$name.npy")"
+        tol=5e-2
+        [ "$wf" = f32 ] && tol=1e-4
+        detail="logits rel_rms $rel (<= $tol), greedy ids equal: $same"
+        [ "$same" = no ] && detail+=" (first difference at $first)"
+        if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" "$rel" "$tol" &&
+           { [ "$wf" = bf16 ] || [ "$same" = yes ]; }; then
+          record "$name" PASS "$detail"
+        else
+          record "$name" FAIL "$detail"
+        fi
+      done
     done
   done
 fi

@@ -5,6 +5,7 @@
 # each non-system library from the staged lib/ (none missing, none taken from this machine's
 # Debian packages), that the engine
 # and gptoss-bench run from there, that `run.sh OUT` with GPU_RUN_DEVICE=cpu passes the golden step
+# (one rank, then -tp 2, -pp 2 and -tp 2 -pp 2 as threads)
 # on the CPU (the CUDA-only steps "skipped: no GPU") and packs its logs into OUT/gpu-check.tar.gz,
 # that a failed step skips the steps after it unless GPU_CHECK_KEEP_GOING=1, that the folder
 # stays under the carry limit, and the errors for a bad BUILD_DIR, a bad
@@ -83,6 +84,8 @@ tap_ok "ops, kernels and serve are skipped: no GPU" \
 if command -v python3 > /dev/null; then
   tap_ok "the golden step passes on the CPU (4 rows)" \
     test "$(grep -cE '^golden-[ab]-(f32|bf16) +PASS' "$tmp/out/summary.txt")" -eq 4
+  tap_ok "... and again on ranks: -tp 2, -pp 2 and -tp 2 -pp 2 (12 rows)" \
+    test "$(grep -cE '^golden-[ab]-(f32|bf16)-(tp2|pp2|tp2pp2) +PASS' "$tmp/out/summary.txt")" -eq 12
 else
   tap_ok "without python3 the golden step says why it is skipped" grep -q 'python3 not found' "$tmp/out/summary.txt"
 fi
