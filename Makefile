@@ -326,7 +326,8 @@ $(SIMT)/test_simt: $(SIMT)/tests/test_simt.o $(SIMT)/simt.o $(SIMT)/runtime.o
 	@$(CXX) $(LDFLAGS) $(SIMT_SAN_FLAGS) $^ $(CMOCKA_LIBS) -o $@
 
 # The emulated NCCL's own tests (tests/simt/test_nccl.cc).
-$(SIMT)/test_nccl: $(SIMT)/test_nccl.o $(SIMT)/nccl.o $(SIMT)/runtime.o $(SIMT)/simt.o
+$(SIMT)/test_nccl: $(SIMT)/test_nccl.o $(SIMT)/nccl.o $(SIMT)/runtime.o $(SIMT)/simt.o \
+                   $(BUILD)/obj/engine/dist/comm_threads.o $(LIB)
 	@echo LD $@
 	@$(CXX) $(LDFLAGS) $(SIMT_SAN_FLAGS) $^ $(CMOCKA_LIBS) -lpthread -o $@
 

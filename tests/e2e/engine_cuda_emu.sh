@@ -66,7 +66,7 @@ graphs_equal_eager() {
 
 # Ranks on emulated GPUs (SIMT_DEVICES of them, one a rank): engine/dist/comm_nccl.c itself, on
 # the emulator's NCCL (tests/simt/nccl.cc), which meets the ranks' calls as GPUs would and fails
-# on calls that do not match. (On the race-checking build, 40 s a run, only -tp 2 -pp 2.)
+# on collectives that do not match. (On the race-checking build, 40 s a run, only -tp 2 -pp 2.)
 export SIMT_DEVICES=4
 splits=("-tp 2" "-pp 2" "-tp 2 -pp 2")
 [ "${SIMT_SANITIZER:-}" = thread ] && splits=("-tp 2 -pp 2")

@@ -1,13 +1,11 @@
-// nccl.cc (tests/simt): the emulated NCCL of include/nccl.h. The communicators of one
-// ncclCommInitAll share a clique: each call posts what it is (operation, count, type, root or
-// peer, send buffer) in its rank's slot and meets the others at a barrier (all of the clique's
-// ranks for a collective, the two of a transfer); each then checks the calls match, reads what
-// it needs from the others' buffers (an all-reduce sums in rank order, so every rank gets the
-// same bits, as NCCL's), and meets them again before writing its own, so that in-place calls
-// read no half-written buffer.
+// nccl.cc (tests/simt): the emulated NCCL of include/nccl.h, on the engine's own shared-memory
+// communicator (engine/dist/comm_threads.c: the CPU ranks'), which meets the ranks at barriers
+// and sums an all-reduce in rank order, so every rank gets the same bits, as NCCL's. The
+// communicators of one ncclCommInitAll share a clique: one thread group, and a slot per rank
+// where each collective first posts what it is (operation, count, type, root), so that ranks
+// whose collectives do not match end the process naming both before any bytes move.
 #include "nccl.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +13,16 @@
 #include <functional>
 #include <vector>
 
+extern "C" {
+#include "dist/comm_threads.h"
+}
+
 void emu_work(std::function<void()> f);  // runtime.cc
 
 namespace {
 enum Op { kAllReduce, kAllGather, kBroadcast, kSend, kRecv };
 
-// What a rank's call posts for the others to match and read.
+// A call as enqueued; a collective posts it for the others to compare.
 struct Call {
   Op op;
   size_t count;
@@ -31,10 +33,9 @@ struct Call {
 
 struct Clique {
   int size;
-  int live;                              // communicators not yet destroyed
-  std::vector<Call> posted;              // [size]: each rank's current call
-  pthread_barrier_t all;                 // the clique's ranks
-  std::vector<pthread_barrier_t> pairs;  // [a * size + b], a < b: the two ranks of a transfer
+  int live;                  // communicators not yet destroyed
+  ThreadGroup *group;        // the ranks' communicator (comm_threads.c)
+  std::vector<Call> posted;  // [size]: each rank's current collective
 };
 
 size_t type_bytes(ncclDataType_t t) { return t == ncclFloat ? 4 : 1; }
@@ -47,13 +48,12 @@ void describe(const Call &c, char *out, size_t size) {
     case kBroadcast:
       snprintf(out, size, "broadcasts %zu bytes from rank %d", bytes, c.root_or_peer);
       break;
-    case kSend: snprintf(out, size, "sends %zu bytes to rank %d", bytes, c.root_or_peer); break;
-    case kRecv:
-      snprintf(out, size, "receives %zu bytes from rank %d", bytes, c.root_or_peer);
-      break;
+    case kSend:
+    case kRecv: break;  // (transfers are not compared: comm_threads.c checks their sizes)
   }
 }
 
+// What a collective is, for the message that two do not match.
 [[noreturn]] void mismatch(int rank, const Call &mine, int other, const Call &theirs) {
   char a[96], b[96];
   describe(mine, a, sizeof a);
@@ -69,64 +69,56 @@ void describe(const Call &c, char *out, size_t size) {
 struct EmuNcclComm {
   Clique *clique;
   int rank;
+  Comm *comm;  // the rank's handle on the clique's thread group
 };
 
 namespace {
-void collective(const EmuNcclComm *c, const Call &call, void *recv) {
+// Every rank's collective, met and compared before it runs.
+void check_collectives_match(const EmuNcclComm *c, const Call &call) {
   Clique &q = *c->clique;
   q.posted[c->rank] = call;
-  pthread_barrier_wait(&q.all);
+  c->comm->barrier(c->comm);
   for (int r = 0; r < q.size; r++) {
     const Call &o = q.posted[r];
     if (o.op != call.op || o.count != call.count || o.type != call.type ||
         o.root_or_peer != call.root_or_peer)
       mismatch(c->rank, call, r, o);
   }
-  const size_t bytes = call.count * type_bytes(call.type);
-  std::vector<float> sum;
-  if (call.op == kAllReduce) {
-    sum.assign((const float *)q.posted[0].send, (const float *)q.posted[0].send + call.count);
-    for (int r = 1; r < q.size; r++)
-      for (size_t i = 0; i < call.count; i++) sum[i] += ((const float *)q.posted[r].send)[i];
-  } else if (call.op == kAllGather) {
-    for (int r = 0; r < q.size; r++) memmove((char *)recv + r * bytes, q.posted[r].send, bytes);
-  } else if (recv != q.posted[call.root_or_peer].send) {  // a broadcast
-    memcpy(recv, q.posted[call.root_or_peer].send, bytes);
-  }
-  pthread_barrier_wait(&q.all);
-  if (call.op == kAllReduce) memcpy(recv, sum.data(), bytes);
 }
 
-void transfer(const EmuNcclComm *c, const Call &call, void *recv) {
-  Clique &q = *c->clique;
-  const int peer = call.root_or_peer;
-  q.posted[c->rank] = call;
-  pthread_barrier_t &pair =
-      q.pairs[c->rank < peer ? c->rank * q.size + peer : peer * q.size + c->rank];
-  pthread_barrier_wait(&pair);
-  const Call &theirs = q.posted[peer];
-  if (theirs.op != (call.op == kSend ? kRecv : kSend) || theirs.root_or_peer != c->rank ||
-      theirs.count * type_bytes(theirs.type) != call.count * type_bytes(call.type))
-    mismatch(c->rank, call, peer, theirs);
-  if (call.op == kRecv) memcpy(recv, theirs.send, call.count * type_bytes(call.type));
-  pthread_barrier_wait(&pair);
+// The call's work, when the rank's queue reaches it. (A rank reads the others' slots only
+// before the collective's own first barrier, so none is posted over while still read.)
+void run(const EmuNcclComm *c, const Call &call, void *recv) {
+  Comm *comm = c->comm;
+  const size_t bytes = call.count * type_bytes(call.type);
+  switch (call.op) {
+    case kSend: comm->send(comm, call.send, bytes, call.root_or_peer); return;
+    case kRecv: comm->recv(comm, recv, bytes, call.root_or_peer); return;
+    default: break;
+  }
+  check_collectives_match(c, call);
+  // all-reduce and broadcast work in place on recv: the rank's own values first
+  const bool has_values = call.op == kAllReduce || c->rank == call.root_or_peer;
+  if (call.op != kAllGather && has_values && recv != call.send) memcpy(recv, call.send, bytes);
+  if (call.op == kAllReduce)
+    comm->all_reduce_sum(comm, (float *)recv, call.count);
+  else if (call.op == kAllGather)
+    comm->all_gather(comm, (const float *)call.send, call.count, (float *)recv);
+  else
+    comm->broadcast(comm, recv, bytes, call.root_or_peer);
 }
 
 // Checks a call's arguments and puts it on the stream: ncclInvalidArgument where NCCL would.
 ncclResult_t enqueue(ncclComm_t comm, const Call &call, void *recv) {
   if (!comm || (call.type != ncclChar && call.type != ncclFloat)) return ncclInvalidArgument;
-  if (call.op == kAllReduce && call.type != ncclFloat) return ncclInvalidArgument;
+  if ((call.op == kAllReduce || call.op == kAllGather) && call.type != ncclFloat)
+    return ncclInvalidArgument;  // (the engine sums and gathers floats only)
   const bool pairwise = call.op == kSend || call.op == kRecv;
   const int peer = call.root_or_peer;
   if ((pairwise || call.op == kBroadcast) && (peer < 0 || peer >= comm->clique->size))
     return ncclInvalidArgument;
   if (pairwise && peer == comm->rank) return ncclInvalidUsage;
-  emu_work([comm, call, recv, pairwise] {
-    if (pairwise)
-      transfer(comm, call, recv);
-    else
-      collective(comm, call, recv);
-  });
+  emu_work([comm, call, recv] { run(comm, call, recv); });
   return ncclSuccess;
 }
 }  // namespace
@@ -154,25 +146,18 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
     for (int j = 0; j < i; j++)
       if (devlist[j] == devlist[i]) return ncclInvalidUsage;  // NCCL: "Duplicate GPU detected"
   }
-  Clique *q = new Clique;
-  q->size = q->live = ndev;
-  q->posted.resize((size_t)ndev);
-  pthread_barrier_init(&q->all, nullptr, (unsigned)ndev);
-  q->pairs.resize((size_t)ndev * ndev);
-  for (int a = 0; a < ndev; a++)
-    for (int b = a + 1; b < ndev; b++) pthread_barrier_init(&q->pairs[a * ndev + b], nullptr, 2);
-  for (int r = 0; r < ndev; r++) comms[r] = new EmuNcclComm{q, r};
+  Clique *q = new Clique{ndev, ndev, thread_group_create(ndev), std::vector<Call>((size_t)ndev)};
+  for (int r = 0; r < ndev; r++) comms[r] = new EmuNcclComm{q, r, comm_threads_join(q->group, r)};
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (!comm) return ncclInvalidArgument;
   Clique *q = comm->clique;
+  comm->comm->destroy(comm->comm);
   delete comm;
   if (--q->live > 0) return ncclSuccess;
-  pthread_barrier_destroy(&q->all);
-  for (int a = 0; a < q->size; a++)
-    for (int b = a + 1; b < q->size; b++) pthread_barrier_destroy(&q->pairs[a * q->size + b]);
+  thread_group_free(q->group);
   delete q;
   return ncclSuccess;
 }

@@ -2,8 +2,8 @@
 // which the -tp and -pp checks of the emulated engine rest: ranks on threads, one emulated device
 // each (SIMT_DEVICES=3), meet at each call; an all-reduce sums in rank order, so every rank gets
 // the same bits; all-gather, broadcast, send and receive move the bytes NCCL's would; a captured
-// call runs again, on the buffers' values then, at each launch of its graph; calls that do not
-// match end the process naming both; bad devices are refused at set-up.
+// call runs again, on the buffers' values then, at each launch of its graph; collectives that do
+// not match end the process naming both; bad devices are refused at set-up.
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <signal.h>

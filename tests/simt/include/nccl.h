@@ -3,9 +3,10 @@
 // call is stream work (runtime.cc): it runs when the rank's queue reaches it, at once or when a
 // graph that recorded it is launched, and then waits until every rank of the communicator (a
 // collective) or the peer (a send or receive) has come to its matching call, as the GPUs' queues
-// would wait for each other; calls that do not match (another collective, count, type or root, a
-// send met by a send) end the process with both calls named, where GPUs would hang. Values as
-// NCCL's own (nccl.h, NCCL 2.x) where the engine passes them.
+// would wait for each other (the engine's shared-memory communicator, comm_threads.c, meets
+// them); collectives that do not match (another collective, count, type or root) end the process
+// with both calls named, where GPUs would hang. Values as NCCL's own (nccl.h, NCCL 2.x) where
+// the engine passes them.
 #ifndef GE_TESTS_SIMT_NCCL_H
 #define GE_TESTS_SIMT_NCCL_H
 #include <stddef.h>
